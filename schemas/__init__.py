@@ -1,0 +1,1 @@
+"""Data contracts: records as dataclasses and their pyarrow schemas, settings, errors."""

@@ -1,0 +1,60 @@
+"""The one chunk record: seed `MinerUChunk` fields plus ids (kb, doc_md5, chunk_id, chunk_index)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from schemas.arrow import arrow_schema
+
+# chunk_type values. Headings are text items with text_level > 0.
+TEXT, HEADING, TABLE, IMAGE, CHART, EQUATION, LIST, CODE, INDEX = (
+    "text", "heading", "table", "image", "chart", "equation", "list", "code", "index",
+)
+CHUNK_TYPES = (TEXT, HEADING, TABLE, IMAGE, CHART, EQUATION, LIST, CODE, INDEX)
+
+
+@dataclass
+class Chunk:
+    content: str
+    chunk_type: str
+    page_start: int = 1  # 1-based
+    page_end: int = 1
+    text_level: int = 0  # 0 = body, 1 = H1, 2 = H2, ...
+    title: str = ""  # heading text of a heading chunk
+    section_path: str = ""  # "第一章 > 1.1 概述"
+    bbox: list[float] | None = None  # [x0, y0, x1, y1]; PDFs only
+    source: str = ""  # file name (relative to the ingested root)
+    table_html: str | None = None
+    image_path: str | None = None
+    images: list[str] = field(default_factory=list)  # images embedded in a table's HTML
+    caption: str = ""
+    figure_number: str = ""
+    footnote: str = ""
+    context_before: str = ""
+    context_after: str = ""
+    vlm_description: str = ""
+    chart_markdown: str = ""
+    table_type: str = ""
+    table_nest_level: str = ""
+    sub_type: str = ""
+    item_type: str = ""  # the MinerU item type this chunk came from (text/title/paragraph/...)
+    source_pages: list[int] = field(default_factory=list)  # every page the chunk covers
+    semantic_content: str = ""  # filled by the enrichment stage; embedded and indexed
+    # ids, assigned when a document's chunks are final
+    kb: str = ""
+    doc_md5: str = ""
+    chunk_index: int = 0
+    chunk_id: str = ""  # "{source}_{chunk_index}"
+
+
+CHUNK_SCHEMA = arrow_schema(Chunk)
+
+
+def assign_ids(chunks: list[Chunk], *, kb: str, doc_md5: str, source: str) -> list[Chunk]:
+    """Number chunks in document order; chunk_id = f"{source}_{index}" as in the seed."""
+    for index, chunk in enumerate(chunks):
+        chunk.kb = kb
+        chunk.doc_md5 = doc_md5
+        chunk.source = source
+        chunk.chunk_index = index
+        chunk.chunk_id = f"{source}_{index}"
+    return chunks

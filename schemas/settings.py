@@ -1,0 +1,88 @@
+"""Settings: defaults in code, overridden by `kbflow.toml` and then by `KBFLOW_*` environment variables.
+
+Secrets (API keys) are never settings: they are read from the environment where used.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import tomllib
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+
+KB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class Settings:
+    home: Path = Path(".kbflow")
+    max_file_mb: float = 100.0
+    # mineru (local, in-process) is the embedded default; "import" and text files are chosen by
+    # file kind, whatever this says.
+    parse_backend: str = "mineru"
+    mineru_tier: str = "flash"
+    keep_furniture: bool = False  # header/footer/page_number/... items are dropped (and counted)
+
+    @property
+    def parsed_dir(self) -> Path:
+        return self.home / "parsed"
+
+    @property
+    def chunks_dir(self) -> Path:
+        return self.home / "chunks"
+
+    @property
+    def db_path(self) -> Path:
+        return self.home / "kbflow.duckdb"
+
+    @property
+    def mineru_home(self) -> Path:
+        return self.home / "mineru"
+
+    @property
+    def max_file_bytes(self) -> int:
+        return int(self.max_file_mb * 1024 * 1024)
+
+
+def _coerce(value: str, hint: typing.Any) -> typing.Any:
+    if hint is bool:
+        return value.strip().lower() in {"1", "true", "yes", "on"}
+    if hint is Path:
+        return Path(value)
+    return hint(value)
+
+
+def load_settings(home: str | os.PathLike | None = None, config_file: str | os.PathLike | None = None,
+                  **overrides: typing.Any) -> Settings:
+    """Resolve settings: code defaults < kbflow.toml < KBFLOW_* env < explicit arguments."""
+    hints = typing.get_type_hints(Settings)
+    names = {f.name for f in dataclasses.fields(Settings)}
+    values: dict[str, typing.Any] = {}
+
+    path = Path(config_file or os.environ.get("KBFLOW_CONFIG", "kbflow.toml"))
+    if path.is_file():
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+        unknown = set(data) - names
+        if unknown:
+            raise ValueError(f"{path}: unknown settings {sorted(unknown)}")
+        values.update({k: _coerce(str(v), hints[k]) if hints[k] is Path else v for k, v in data.items()})
+
+    for name in names:
+        env = os.environ.get(f"KBFLOW_{name.upper()}")
+        if env is not None:
+            values[name] = _coerce(env, hints[name])
+
+    if home is not None:
+        values["home"] = Path(home)
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    values["home"] = Path(values.get("home", Settings.home)).expanduser().resolve()
+    return Settings(**values)
+
+
+def check_kb_name(kb: str) -> str:
+    if not KB_NAME.match(kb):
+        raise ValueError(f"invalid knowledge-base name {kb!r}: use letters, digits, '_', '-', '.' (max 64)")
+    return kb

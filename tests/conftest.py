@@ -1,0 +1,59 @@
+"""Shared fixtures. Tests that read ../shared skip with a clear reason when it is absent."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("KBFLOW_SHARED", REPO.parent / "shared")).resolve()
+DATA = SHARED / "data"
+SAMPLES = DATA / "mineru_samples"
+SVOLT_DIR = (SAMPLES / "mineru2.7.6_pipeline_local_svolt_datasheet" / "output"
+             / "SVOLT-196Ah-3.2V-LiFePO4-Blade-Battery-Cell-SpecificationDatasheet" / "auto")
+CVPR_DIR = SAMPLES / "mineru3.4.4_cloud_api_zip_cvpr2023_ccsam" / "zip_contents"
+DOCS = DATA / "docs"
+
+
+def need(path: Path) -> Path:
+    """Return `path`, or skip the test when the shared data set is not beside the checkout."""
+    if not path.exists():
+        pytest.skip(f"shared data not found: {path} (CI places ../shared beside the checkout; "
+                    "set KBFLOW_SHARED to its location)")
+    return path
+
+
+@pytest.fixture
+def settings(tmp_path):
+    from schemas.settings import load_settings
+
+    return load_settings(tmp_path / "home")
+
+
+@pytest.fixture(scope="session")
+def prefect_harness():
+    """One temporary Prefect server for every flow test in the session."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+
+
+def make_scanned_pdf(path: Path) -> Path:
+    """An image-only PDF (no text layer): what a scanner produces."""
+    from PIL import Image, ImageDraw
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen import canvas
+
+    img = Image.new("RGB", (800, 1000), "white")
+    draw = ImageDraw.Draw(img)
+    for i in range(20):
+        draw.text((40, 40 + i * 45), f"Scanned line {i}: nothing here is selectable text", fill="black")
+    pdf = canvas.Canvas(str(path))
+    pdf.drawImage(ImageReader(img), 0, 0, width=595, height=842)
+    pdf.showPage()
+    pdf.save()
+    return path
