@@ -58,13 +58,39 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return 0 if summary.landed or not summary.outcomes else 1
 
 
+# `kbflow stats` table headings (csv/json keep the view's column names); the legend says what they mean.
+STATS_LABELS = {
+    "total_chunks": "total", "text_chunks": "text", "table_chunks": "table", "image_chunks": "image",
+    "heading_only_chunks": "heading<20", "heading_only_share": "share", "fragments": "frag<100",
+    "median_text_chars": "median", "max_text_chars": "max", "heading_chains": "chains",
+    "longest_heading_chain": "longest",
+}
+STATS_LEGEND = ("text = all but table/image/chart; heading<20 = heading-only chunks under 20 chars, share = of text; "
+                "frag<100 = body text under 100 chars; median/max = chars of text, heading and list chunks; "
+                "chains = runs of ≥2 consecutive headings, longest = the longest run. "
+                "Also: views chunk_length_hist, section_stats, heading_runs (kbflow sql).")
+
+
 def cmd_stats(args: argparse.Namespace) -> int:
+    """The chunk-quality table of seed 000 §13.1, one row per document (view `chunk_quality`)."""
+    import duckdb
+
     from warehouse import db
 
     settings = load_settings(args.home)
     where, params = ("WHERE kb = ?", [args.kb]) if args.kb else ("", [])
-    columns, rows = db.query(settings.db_path, f"SELECT * FROM document_stats {where}", params)
-    print_rows(columns, rows, args.format, title="chunks per document")
+    try:
+        columns, rows = db.query(settings.db_path, f"SELECT * FROM chunk_quality {where} ORDER BY kb, source",
+                                 params)
+    except duckdb.CatalogException:  # a warehouse written before the view existed
+        console.print("[red]error:[/red] the warehouse has no chunk_quality view yet; "
+                      "run `kbflow ingest` once to update it")
+        return 2
+    if args.format != "table":
+        print_rows(columns, rows, args.format)
+        return 0
+    print_rows([STATS_LABELS.get(c, c) for c in columns], rows, title="chunk quality per document (seed 000 §13.1)")
+    console.print(STATS_LEGEND, style="dim")
     return 0
 
 
@@ -93,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kb", required=True, help="knowledge-base name")
     p.set_defaults(func=cmd_ingest)
 
-    p = sub.add_parser("stats", help="per-document chunk statistics")
+    p = sub.add_parser("stats", help="per-document chunk-quality report")
     p.add_argument("--kb", help="only this knowledge base")
     p.add_argument("--format", choices=("table", "csv", "json"), default="table")
     p.set_defaults(func=cmd_stats)

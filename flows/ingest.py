@@ -5,7 +5,6 @@ and the run goes on. Tasks pass paths and ids, not tables.
 """
 from __future__ import annotations
 
-import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -16,20 +15,18 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.context import get_run_context
 
-from schemas.chunk import assign_ids
 from schemas.errors import KbflowError
 from schemas.ingest import Document, IngestFailure, IngestRun
 from schemas.settings import Settings, check_kb_name, load_settings
-from tasks.content_list import normalize_parsed
+from tasks.chunk import build_chunks
 from tasks.discover import Discovery, SourceFile, discover
-from tasks.headings import assign_section_paths
 from tasks.land import chunks_path, write_chunks
 from tasks.parse import ParsedOutput, parse_source
 from warehouse import db
 
 
 @dataclass
-class ChunkedDocument:
+class LandedChunks:
     chunks_path: Path
     chunk_count: int
     items_total: int
@@ -75,18 +72,16 @@ def parse_task(src: SourceFile, settings: Settings) -> ParsedOutput:
 
 
 @task(name="chunk", cache_policy=NO_CACHE)
-def chunk_task(src: SourceFile, parsed: ParsedOutput, kb: str, settings: Settings) -> ChunkedDocument:
-    normalized = normalize_parsed(parsed.parsed_dir, keep_furniture=settings.keep_furniture)
-    chunks = assign_section_paths(normalized.chunks)
-    assign_ids(chunks, kb=kb, doc_md5=src.md5, source=src.source)
-    path = write_chunks(chunks, chunks_path(settings.chunks_dir, kb, src.md5))
-    return ChunkedDocument(path, len(chunks), normalized.items_total, normalized.dropped_empty,
-                           normalized.dropped_furniture, normalized.dropped_ghost)
+def chunk_task(src: SourceFile, parsed: ParsedOutput, kb: str, settings: Settings) -> LandedChunks:
+    built = build_chunks(parsed.parsed_dir, settings, kb=kb, doc_md5=src.md5, source=src.source)
+    path = write_chunks(built.chunks, chunks_path(settings.chunks_dir, kb, src.md5))
+    n = built.normalized
+    return LandedChunks(path, len(built.chunks), n.items_total, n.dropped_empty, n.dropped_furniture, n.dropped_ghost)
 
 
 # DuckDB is a single file: a transient lock (a concurrent `kbflow sql`) is worth a retry.
 @task(name="land", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=2)
-def land_task(src: SourceFile, parsed: ParsedOutput, chunked: ChunkedDocument, kb: str, run_id: str,
+def land_task(src: SourceFile, parsed: ParsedOutput, chunked: LandedChunks, kb: str, run_id: str,
               settings: Settings) -> None:
     document = Document(
         kb=kb, doc_md5=src.md5, source=src.source, path=str(src.path), doc_type=src.doc_type,

@@ -9,7 +9,7 @@ import os
 import re
 import tomllib
 import typing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 KB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -24,6 +24,15 @@ class Settings:
     parse_backend: str = "mineru"
     mineru_tier: str = "flash"
     keep_furniture: bool = False  # header/footer/page_number/... items are dropped (and counted)
+    # chunking (seed 000 §2.4, §13.3 item 7)
+    min_merge_size: int = 100
+    max_merged_size: int = 800
+    max_chunk_size: int = 1000
+    heading_max_h1: int = 40
+    heading_max_h2: int = 60
+    heading_max_h3: int = 50
+    caption_max_chars: int = 80
+    image_context_chars: int = 150
 
     @property
     def parsed_dir(self) -> Path:
@@ -36,6 +45,10 @@ class Settings:
     @property
     def db_path(self) -> Path:
         return self.home / "kbflow.duckdb"
+
+    @property
+    def images_dir(self) -> Path:
+        return self.home / "images"
 
     @property
     def mineru_home(self) -> Path:

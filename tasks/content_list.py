@@ -113,11 +113,16 @@ def _figure_chunk(kind: str, img: str, caption: list[str], footnote: list[str], 
                   vlm_description=data if kind == C.IMAGE else "", **extra)
 
 
-def _tally(result: Normalized, item_type: str, chunk: Chunk | None) -> None:
+def _tally(result: Normalized, item_type: str, chunk: Chunk | None, page: int) -> None:
     if chunk is not None:
         result.chunks.append(chunk)
     elif item_type == "table":
         result.dropped_ghost += 1
+        # MinerU moved this page's rows into the table before it: record the page in its span
+        previous = next((c for c in reversed(result.chunks) if c.chunk_type == C.TABLE), None)
+        if previous is not None and previous.page_end < page:
+            previous.page_end = page
+            previous.source_pages.append(page)
     else:
         result.dropped_empty += 1
 
@@ -151,7 +156,7 @@ def normalize_v1(items: list[dict], *, keep_furniture: bool = False) -> Normaliz
                            sub_type=item.get("sub_type", "")) if body else None
         else:  # text, and any furniture that was asked to be kept
             chunk = _text_chunk(str(item.get("text") or ""), int(item.get("text_level") or 0), page, item, t)
-        _tally(result, "table" if t == "table" else t, chunk)
+        _tally(result, t, chunk, page)
     return result
 
 
@@ -194,7 +199,7 @@ def normalize_v2(pages: list[list[dict]], *, keep_furniture: bool = False) -> No
             else:  # paragraph, kept furniture, unknown text-bearing types
                 spans = c.get("paragraph_content") or next((v for k, v in c.items() if k.endswith("_content")), [])
                 chunk = _text_chunk(_spans(spans), 0, page, item, t)
-            _tally(result, t, chunk)
+            _tally(result, t, chunk, page)
     return result
 
 

@@ -26,6 +26,19 @@ def need(path: Path) -> Path:
     return path
 
 
+def parsed_dir_of(path: Path, home: Path) -> Path:
+    """Parse one real document (skipping when ../shared is absent) and return its parsed folder."""
+    from schemas.settings import load_settings
+    from tasks.discover import discover
+    from tasks.parse import parse_source
+
+    settings = load_settings(home)
+    found = discover([need(path)], settings)
+    assert not found.rejected, found.rejected
+    (src,) = found.sources
+    return parse_source(src, settings).parsed_dir
+
+
 @pytest.fixture
 def settings(tmp_path):
     from schemas.settings import load_settings

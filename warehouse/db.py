@@ -24,7 +24,7 @@ TABLES: dict[str, pa.Schema] = {
     "ingest_runs": INGEST_RUN_SCHEMA,
     "ingest_failures": INGEST_FAILURE_SCHEMA,
 }
-VIEW_FILES = ("views.sql",)
+VIEW_FILES = ("views.sql", "quality.sql")  # executed in this order
 
 
 class WarehouseBusyError(RuntimeError):

@@ -28,26 +28,58 @@ def ingested(prefect_harness, tmp_path, capsys):
     return home
 
 
-def test_stats_prints_per_document_counts(ingested, capsys):
+def test_stats_prints_the_chunk_quality_table(ingested, capsys):
+    from pathlib import Path
+
+    from warehouse import db
+
     assert main(["--home", ingested, "stats", "--kb", "t", "--format", "json"]) == 0
     rows = {r["source"]: r for r in json.loads(capsys.readouterr().out)}
-    assert (rows["a.md"]["chunks"], rows["a.md"]["heading"], rows["a.md"]["table"]) == (3, 1, 1)
-    assert (rows["b.txt"]["chunks"], rows["b.txt"]["text"], rows["b.txt"]["max_chars"]) == (2, 2, 4)
+    assert set(rows) == {"a.md", "b.txt"}
+    # the figures are the chunk_quality view's (its exact metrics: tests/warehouse/test_quality_views.py);
+    # here they are checked against the landed chunks, whatever the chunker made of the two files
+    _, chunks = db.query(Path(ingested) / "kbflow.duckdb", "SELECT source, chunk_type, content FROM chunks")
+    for source, row in rows.items():
+        mine = [(t, c) for s, t, c in chunks if s == source]
+        text = [len(c) for t, c in mine if t in ("text", "heading", "list")]
+        assert row["total_chunks"] == len(mine)
+        assert row["table_chunks"] == sum(t == "table" for t, _ in mine)
+        assert row["text_chunks"] == len(mine) - row["table_chunks"] - row["image_chunks"]
+        assert row["heading_only_chunks"] == sum(t == "heading" and len(c) < 20 for t, c in mine)
+        assert row["fragments"] == sum(t == "text" and len(c) < 100 for t, c in mine)
+        assert row["max_text_chars"] == max(text)
+    assert rows["a.md"]["table_chunks"] == 1 and rows["b.txt"]["table_chunks"] == 0
+    assert main(["--home", ingested, "stats", "--format", "csv"]) == 0
+    header = next(csv.reader(io.StringIO(capsys.readouterr().out)))
+    assert header[:4] == ["kb", "source", "total_chunks", "text_chunks"] and header[-1] == "longest_heading_chain"
     assert main(["stats", "--kb", "t", "--home", ingested]) == 0  # --home after the sub-command too
-    assert "a.md" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "a.md" in out and "heading<20" in out and "chains" in out
+    assert main(["--home", ingested, "stats", "--kb", "other", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+
+
+def test_stats_on_a_warehouse_without_the_view_says_what_to_do(tmp_path, capsys):
+    import duckdb
+
+    home = tmp_path / "home"
+    home.mkdir()
+    duckdb.connect(str(home / "kbflow.duckdb")).close()  # an old warehouse: no chunk_quality view
+    assert main(["--home", str(home), "stats"]) == 2
+    assert "run `kbflow ingest`" in capsys.readouterr().out
 
 
 def test_sql_formats_and_read_only(ingested, capsys):
     query = "SELECT chunk_type, count(*) AS n FROM chunks GROUP BY 1 ORDER BY 1"
     assert main(["--home", ingested, "sql", query, "--format", "csv"]) == 0
     rows = list(csv.reader(io.StringIO(capsys.readouterr().out)))
-    assert rows == [["chunk_type", "n"], ["heading", "1"], ["table", "1"], ["text", "3"]]
+    assert rows == [["chunk_type", "n"], ["table", "1"], ["text", "2"]]  # headings merged with their body
     assert main(["--home", ingested, "sql", query]) == 0
-    assert "heading" in capsys.readouterr().out
+    assert "table" in capsys.readouterr().out
     assert main(["--home", ingested, "sql", "DROP TABLE chunks"]) == 2
     assert "read-only" in capsys.readouterr().out
     assert main(["--home", ingested, "sql", "SELECT count(*) AS n FROM chunks", "--format", "json"]) == 0
-    assert json.loads(capsys.readouterr().out) == [{"n": 5}]
+    assert json.loads(capsys.readouterr().out) == [{"n": 3}]
 
 
 def test_errors_are_clear(tmp_path, capsys):

@@ -65,6 +65,6 @@ def test_reingest_uses_parse_cache_and_replaces_changed_files(prefect_harness, t
     assert not any(o.parse_cached for o in first.outcomes)
     w = tmp_path / "home" / "kbflow.duckdb"
     contents = [r[0] for r in db.query(w, "SELECT content FROM chunks WHERE source = 'note.md' ORDER BY chunk_index")[1]]
-    assert contents == ["第二版", "新内容。", "更多内容。"]
+    assert contents == ["第二版\n新内容。\n更多内容。"]  # heading and short paragraphs merged
     assert db.query(w, "SELECT count(*) FROM documents")[1] == [(2,)]
     assert len(list((tmp_path / "home" / "chunks" / "kb=kb").glob("*.parquet"))) == 2  # old version's file gone
