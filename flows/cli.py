@@ -55,6 +55,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                title=f"ingest run {summary.run_id} → kb {summary.kb!r}")
     console.print(f"{summary.landed} landed, {summary.failed} failed or rejected; warehouse: "
                   f"{Path(summary.home) / 'kbflow.duckdb'}")
+    idx = summary.index
+    console.print(f"indexed {idx.chunks} chunks of {idx.documents} documents into Chroma ({idx.embedded} newly "
+                  f"embedded, {idx.removed} stale removed); BM25 holds {idx.bm25_chunks} chunks")
     return 0 if summary.landed or not summary.outcomes else 1
 
 
@@ -69,6 +72,27 @@ STATS_LEGEND = ("text = all but table/image/chart; heading<20 = heading-only chu
                 "frag<100 = body text under 100 chars; median/max = chars of text, heading and list chunks; "
                 "chains = runs of ≥2 consecutive headings, longest = the longest run. "
                 "Also: views chunk_length_hist, section_stats, heading_runs (kbflow sql).")
+
+
+def cmd_rm(args: argparse.Namespace) -> int:
+    from flows.ingest import remove
+
+    removed = remove(sources=args.sources, kb=args.kb, home=args.home)
+    print_rows(["source", "chunks removed from Chroma"], sorted(removed.items()), title=f"removed from kb {args.kb!r}")
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from tasks.index import check
+
+    result = check(load_settings(args.home), args.kb)
+    print_rows(["store", "chunks", "missing ids (present in another store)"],
+               [(name, count, ", ".join(result.missing.get(name, [])[:10]) +
+                 (f" … (+{len(result.missing[name]) - 10})" if len(result.missing.get(name, [])) > 10 else ""))
+                for name, count in (("duckdb", result.duckdb), ("chroma", result.chroma), ("bm25", result.bm25))],
+               title=f"consistency of kb {args.kb!r}")
+    console.print("consistent" if result.ok else "[red]INCONSISTENT[/red]: re-run `kbflow ingest` to repair")
+    return 0 if result.ok else 1
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -124,12 +148,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("table", "csv", "json"), default="table")
     p.set_defaults(func=cmd_stats)
 
+    p = sub.add_parser("rm", help="delete documents (by source name) from a knowledge base and its indexes")
+    p.add_argument("sources", nargs="+", help="source names as shown by `kbflow stats`")
+    p.add_argument("--kb", required=True)
+    p.set_defaults(func=cmd_rm)
+
+    p = sub.add_parser("check", help="compare the chunk ids of DuckDB, Chroma and BM25")
+    p.add_argument("--kb", required=True)
+    p.set_defaults(func=cmd_check)
+
     p = sub.add_parser("sql", help="read-only SQL over the warehouse")
     p.add_argument("query", help='e.g. "SELECT chunk_type, count(*) FROM chunks GROUP BY 1"')
     p.add_argument("--format", choices=("table", "csv", "json"), default="table")
     p.set_defaults(func=cmd_sql)
 
-    for name in ("ingest", "stats", "sql"):  # --home is accepted after the sub-command too
+    for name in ("ingest", "rm", "check", "stats", "sql"):  # --home is accepted after the sub-command too
         sub.choices[name].add_argument("--home", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return parser
 

@@ -20,6 +20,7 @@ from schemas.ingest import Document, IngestFailure, IngestRun
 from schemas.settings import Settings, check_kb_name, load_settings
 from tasks.chunk import build_chunks
 from tasks.discover import Discovery, SourceFile, discover
+from tasks.index import Indexer, IndexSummary, rebuild_bm25, remove_document
 from tasks.land import chunks_path, write_chunks
 from tasks.parse import ParsedOutput, parse_source
 from warehouse import db
@@ -33,6 +34,8 @@ class LandedChunks:
     dropped_empty: int
     dropped_furniture: int
     dropped_ghost: int
+    enrich_calls: int = 0  # VLM/LLM requests made (0 when everything came from the cache)
+    enrich_fallbacks: int = 0
 
 
 @dataclass
@@ -51,6 +54,7 @@ class IngestSummary:
     kb: str
     home: str
     outcomes: list[FileOutcome] = field(default_factory=list)
+    index: IndexSummary = field(default_factory=IndexSummary)
 
     @property
     def landed(self) -> int:
@@ -76,7 +80,8 @@ def chunk_task(src: SourceFile, parsed: ParsedOutput, kb: str, settings: Setting
     built = build_chunks(parsed.parsed_dir, settings, kb=kb, doc_md5=src.md5, source=src.source)
     path = write_chunks(built.chunks, chunks_path(settings.chunks_dir, kb, src.md5))
     n = built.normalized
-    return LandedChunks(path, len(built.chunks), n.items_total, n.dropped_empty, n.dropped_furniture, n.dropped_ghost)
+    return LandedChunks(path, len(built.chunks), n.items_total, n.dropped_empty, n.dropped_furniture, n.dropped_ghost,
+                        built.enrichment.calls, built.enrichment.fallbacks)
 
 
 # DuckDB is a single file: a transient lock (a concurrent `kbflow sql`) is worth a retry.
@@ -95,6 +100,22 @@ def land_task(src: SourceFile, parsed: ParsedOutput, chunked: LandedChunks, kb: 
     replaced = db.replace_document(settings.db_path, document, chunked.chunks_path)
     for old_md5 in replaced:  # the old version's Parquet goes only after the new rows committed
         chunks_path(settings.chunks_dir, kb, old_md5).unlink(missing_ok=True)
+
+
+@task(name="index", cache_policy=NO_CACHE)
+def index_task(kb: str, landed: list[tuple[str, Path]], settings: Settings) -> tuple[IndexSummary, dict[str, str]]:
+    """Embed and upsert each landed document into Chroma, then rebuild BM25 from the landed
+    Parquet. Returns the summary and, per source, the error of a document that failed to index."""
+    summary, errors = IndexSummary(), {}
+    if landed:
+        indexer = Indexer(settings, kb)
+        for source, path in landed:
+            try:
+                indexer.index_document(path, source, summary)
+            except Exception as exc:  # one document's index failure must not stop the others
+                errors[source] = f"{type(exc).__name__}: {exc}"[:500]
+    summary.bm25_chunks = rebuild_bm25(settings, kb)
+    return summary, errors
 
 
 def _flow_run_id() -> str:
@@ -122,6 +143,7 @@ def ingest(paths: list[str], kb: str, home: str | None = None) -> IngestSummary:
         failures.append(IngestFailure(run.run_id, kb, path, md5, stage, kind, reason, datetime.now(timezone.utc)))
         summary.outcomes.append(FileOutcome(source, "rejected" if stage == "discover" else "failed", reason=reason))
 
+    landed: list[tuple[str, Path]] = []
     found = discover_task(paths, settings)
     for rejection in found.rejected:
         fail(rejection.path, rejection.md5, "discover", rejection.error_kind, rejection.reason, rejection.path)
@@ -144,12 +166,29 @@ def ingest(paths: list[str], kb: str, home: str | None = None) -> IngestSummary:
         logger.info("%s: %d chunks (%s, %s)", src.source, chunked.chunk_count, parsed.key.backend,
                     "cached parse" if parsed.cached else f"parsed in {parsed.seconds:.1f}s")
         summary.outcomes.append(FileOutcome(src.source, "landed", chunked.chunk_count, parsed.seconds, parsed.cached))
+        run.enrich_calls += chunked.enrich_calls
+        run.enrich_fallbacks += chunked.enrich_fallbacks
+        landed.append((src.source, chunked.chunks_path))
+
+    try:
+        summary.index, index_errors = index_task(kb, landed, settings)
+    except Exception as exc:  # e.g. no embedding model: the landed rows stay; `kbflow check` shows the gap
+        index_errors = {"*": f"{type(exc).__name__}: {exc}"[:500]}
+    for source, reason in index_errors.items():  # landed in DuckDB, missing from the indexes
+        logger.warning("%s: not indexed: %s", source, reason)
+        failures.append(IngestFailure(run.run_id, kb, source, "", "index", reason.split(":", 1)[0], reason,
+                                      datetime.now(timezone.utc)))
+        for outcome in summary.outcomes:
+            if outcome.status == "landed" and source in (outcome.source, "*"):
+                outcome.reason = f"not indexed: {reason}"
 
     db.record_failures(settings.db_path, failures)
     run.files_seen = len(found.sources) + len(found.rejected)
     run.files_landed = summary.landed
     run.files_failed = summary.failed
     run.chunks_landed = sum(o.chunks for o in summary.outcomes)
+    run.chunks_indexed = summary.index.chunks
+    run.chunks_embedded = summary.index.embedded
     run.finished_at = datetime.now(timezone.utc)
     run.status = "completed" if not failures else "completed_with_failures"
     db.save_run(settings.db_path, run)
@@ -161,3 +200,14 @@ def ingest(paths: list[str], kb: str, home: str | None = None) -> IngestSummary:
         description=f"kbflow ingest run {run.run_id} into kb {kb!r}: {summary.landed} landed, {summary.failed} failed",
     )
     return summary
+
+
+@flow(name="remove")
+def remove(sources: list[str], kb: str, home: str | None = None) -> dict[str, int]:
+    """Delete documents (by source name) from a knowledge base: Chroma, DuckDB, Parquet, then BM25."""
+    check_kb_name(kb)
+    settings = load_settings(home)
+    removed = {source: remove_document(settings, kb, source) for source in sources}
+    rebuild_bm25(settings, kb)
+    get_run_logger().info("removed %s from kb %r", removed, kb)
+    return removed

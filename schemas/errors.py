@@ -56,3 +56,69 @@ class UnsafeArchiveError(ImportFormatError):
 
 class NormalizeError(KbflowError):
     stage = "normalize"
+
+
+# ---------------------------------------------------------------- MinerU cloud API (parse stage)
+
+
+class MineruApiError(ParseError):
+    """The MinerU cloud API (v4) could not parse this file; the reason says why (code and message)."""
+
+
+class MineruApiConfigError(MineruApiError):
+    """The cloud backend was chosen but cannot run: MINERU_API_TOKEN unset, or a bad base URL."""
+
+
+class MineruApiAuthError(MineruApiError):
+    """The API refused the token (A0202 wrong token, A0211 expired, HTTP 401/403): set a valid MINERU_API_TOKEN."""
+
+
+class MineruApiFileRejectedError(MineruApiError):
+    """The API does not take this file as given (too large, too many pages, empty, unsupported format)."""
+
+
+class MineruApiQuotaError(MineruApiError):
+    """The account or the service is at a limit (daily quota, queue full, model busy, HTTP 429): try later."""
+
+
+class MineruApiTaskFailedError(MineruApiError):
+    """The API accepted the file and its parse task ended in state `failed` (or a conversion error)."""
+
+
+class MineruApiTimeoutError(MineruApiError):
+    """The task did not finish within the overall polling timeout."""
+
+
+# ---------------------------------------------------------------- LLM/VLM endpoint (no file of its own)
+
+
+class LLMError(Exception):
+    """An OpenAI-compatible chat-completions call failed. Messages never contain the API key.
+
+    Not a `KbflowError`: enrichment falls back to its offline text instead of failing the file,
+    and batch QA records the failure per question.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
+
+class LLMConfigError(LLMError):
+    """No endpoint or model configured (llm_base_url / llm_model / vlm_model)."""
+
+
+class LLMAuthError(LLMError):
+    """HTTP 401/403: the endpoint refused KBFLOW_LLM_API_KEY (unset, wrong or without access to the model)."""
+
+
+class LLMRequestError(LLMError):
+    """A 4xx other than 401/403/429 (unknown model, request too large, bad parameters): not retried."""
+
+
+class LLMUnavailableError(LLMError):
+    """429/5xx/timeouts/connection errors that outlasted every retry."""
+
+
+class LLMResponseError(LLMError):
+    """The endpoint answered 200 with something that is not a chat completion (or an empty answer)."""

@@ -43,6 +43,10 @@ class IngestRun:
     files_failed: int
     chunks_landed: int
     parse_backend: str
+    chunks_indexed: int = 0  # upserted into Chroma this run
+    chunks_embedded: int = 0  # actually encoded (the rest came from the embedding cache)
+    enrich_calls: int = 0  # VLM/LLM requests (0 on a re-run: answers are cached on disk)
+    enrich_fallbacks: int = 0  # requests that failed; their chunks kept the offline text
 
 
 @dataclass

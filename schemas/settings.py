@@ -1,6 +1,15 @@
 """Settings: defaults in code, overridden by `kbflow.toml` and then by `KBFLOW_*` environment variables.
 
-Secrets (API keys) are never settings: they are read from the environment where used.
+Secrets (API keys) are never settings: they are read from the environment where used, never
+logged, never written to a cache, artifact or the warehouse:
+
+- `KBFLOW_LLM_API_KEY`: the key of the OpenAI-compatible endpoint `llm_base_url` (LLM table
+  summaries, VLM image descriptions, batch-QA answers), sent as `Authorization: Bearer …`;
+  optional (a local server may need none). Read by `tasks.llm`.
+- `MINERU_API_TOKEN`: the MinerU cloud API v4 token (`mineru_api_base_url`). When it is set, the
+  cloud API parses first and local MinerU is the fallback. Read by `tasks.parse.mineru_api`.
+
+(Neither matches a settings field, so the `KBFLOW_*` override loop never picks a key up.)
 """
 from __future__ import annotations
 
@@ -12,7 +21,7 @@ import typing
 from dataclasses import dataclass
 from pathlib import Path
 
-KB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+KB_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,54}[A-Za-z0-9])?$")  # also a valid Chroma collection name
 
 
 @dataclass(frozen=True)
@@ -123,6 +132,7 @@ def load_settings(home: str | os.PathLike | None = None, config_file: str | os.P
 
 
 def check_kb_name(kb: str) -> str:
-    if not KB_NAME.match(kb):
-        raise ValueError(f"invalid knowledge-base name {kb!r}: use letters, digits, '_', '-', '.' (max 64)")
+    if not KB_NAME.match(kb) or ".." in kb:
+        raise ValueError(f"invalid knowledge-base name {kb!r}: use letters, digits, '_', '-', '.' (max 56), "
+                         "starting and ending with a letter or digit")
     return kb

@@ -1,17 +1,19 @@
 """Chunk: a parsed MinerU folder → the document's final chunks, through the named stages in order.
 
 normalize (content_list v2/v1) → cross-page tables → heading levels → section paths → captions
-→ post-processing passes → images copied by content MD5 → semantic_content → ids.
+→ post-processing passes → images copied by content MD5 → LLM/VLM enrichment (only when an
+endpoint is configured) → semantic_content → BM25 tokens (stored with the chunk) → ids.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from schemas.chunk import Chunk, assign_ids
 from schemas.settings import Settings
+from tasks.bm25_index import tokenize_many
 from tasks.content_list import Normalized, normalize_parsed
-from tasks.enrich import build_semantic_content
+from tasks.enrich import EnrichStats, build_semantic_content, enrich_chunks
 from tasks.headings import HeadingRules, assign_heading_levels, assign_section_paths
 from tasks.images import attach_captions, copy_images
 from tasks.postprocess import ChunkingSettings, postprocess
@@ -25,6 +27,7 @@ class ChunkedDocument:
     items_normalized: int  # chunks before the passes (for before/after quality figures)
     images_copied: int
     images_missing: int
+    enrichment: EnrichStats = field(default_factory=EnrichStats)  # VLM/LLM calls, cache hits, fallbacks
 
 
 def chunking_settings(settings: Settings) -> ChunkingSettings:
@@ -50,6 +53,10 @@ def build_chunks(parsed_dir: Path, settings: Settings, *, kb: str, doc_md5: str,
     items = len(structured)
     chunks = postprocess(structured, chunking_settings(settings))
     copied = copy_images(chunks, parsed_dir, settings.images_dir)
+    enrichment = enrich_chunks(chunks, settings.images_dir, settings)
     build_semantic_content(chunks)
+    for chunk, tokens in zip(chunks, tokenize_many([c.semantic_content for c in chunks],
+                                                   settings.bm25_user_dict or None)):
+        chunk.tokens = tokens
     assign_ids(chunks, kb=kb, doc_md5=doc_md5, source=source)
-    return ChunkedDocument(chunks, normalized, items, copied.copied, len(copied.missing))
+    return ChunkedDocument(chunks, normalized, items, copied.copied, len(copied.missing), enrichment)

@@ -102,6 +102,22 @@ def replace_document(db_path: Path, document: Document, chunks_parquet: Path) ->
     return [md5 for md5 in old if md5 != document.doc_md5]
 
 
+def delete_document(db_path: Path, kb: str, source: str) -> list[str]:
+    """Remove a document's rows in one transaction; return the MD5s removed."""
+    with connect(db_path) as con:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            md5s = [r[0] for r in con.execute("SELECT doc_md5 FROM documents WHERE kb = ? AND source = ?",
+                                              [kb, source]).fetchall()]
+            for table in ("chunks", "documents"):
+                con.execute(f"DELETE FROM {table} WHERE kb = ? AND source = ?", [kb, source])
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+    return md5s
+
+
 def save_run(db_path: Path, run: IngestRun) -> None:
     with connect(db_path) as con:
         con.execute("BEGIN TRANSACTION")

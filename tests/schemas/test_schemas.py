@@ -37,7 +37,7 @@ def test_settings_precedence(tmp_path, monkeypatch):
         load_settings(config_file=toml)
 
 
-@pytest.mark.parametrize("bad", ["", "a/b", "../x", "kb name", "x" * 65])
+@pytest.mark.parametrize("bad", ["", "a/b", "../x", "kb name", "x" * 57, "kb-", "a..b"])
 def test_kb_names_are_path_safe(bad):
     with pytest.raises(ValueError):
         check_kb_name(bad)

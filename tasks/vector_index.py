@@ -1,0 +1,113 @@
+"""Vector index: one Chroma collection per knowledge base, ids = chunk_id.
+
+PersistentClient under the home by default; HttpClient when `chroma_url` is set (a Chroma server
+for stores that outgrow one machine). Documents are the chunks' semantic_content; metadata is the
+seed 000 §3.2 set (plus doc_md5, so a document can be found and removed), with no None values and
+no large blobs. Embeddings are always given: Chroma's own embedding function (which would fetch a
+model from a hub) is disabled.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Iterable
+from urllib.parse import urlparse
+
+import numpy as np
+
+from schemas.chunk import Chunk
+from schemas.settings import Settings
+
+# Chroma caps a single write; larger batches are sent in slices.
+MAX_BATCH = 4000
+DOC_TYPES = {"pdf": "pdf", "docx": "word", "doc": "word", "pptx": "powerpoint", "xlsx": "excel", "md": "markdown",
+             "txt": "text", "html": "html", "htm": "html"}
+
+
+def collection_name(kb: str) -> str:
+    # Chroma names: 3-63 chars of [a-zA-Z0-9._-], starting and ending alphanumeric
+    return f"kbflow_{kb}"
+
+
+def client(settings: Settings):
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    chroma_settings = ChromaSettings(anonymized_telemetry=False)
+    if settings.chroma_url:
+        url = urlparse(settings.chroma_url)
+        return chromadb.HttpClient(host=url.hostname or "localhost", port=url.port or 8000,
+                                   ssl=url.scheme == "https", settings=chroma_settings)
+    settings.chroma_dir.mkdir(parents=True, exist_ok=True)
+    return chromadb.PersistentClient(path=str(settings.chroma_dir), settings=chroma_settings)
+
+
+def collection(settings: Settings, kb: str):
+    return client(settings).get_or_create_collection(
+        collection_name(kb), configuration={"hnsw": {"space": "cosine"}}, embedding_function=None)
+
+
+def chunk_metadata(chunk: Chunk, kb: str) -> dict[str, Any]:
+    """Seed 000 §3.2 metadata: scalars only, no None, no table HTML."""
+    suffix = chunk.source.rsplit(".", 1)[-1].lower() if "." in chunk.source else ""
+    meta: dict[str, Any] = {
+        "chunk_id": chunk.chunk_id,
+        "chunk_index": chunk.chunk_index,
+        "chunk_type": chunk.chunk_type,
+        "source": chunk.source,
+        "collection": kb,
+        "doc_type": DOC_TYPES.get(suffix, suffix or "mineru"),
+        "doc_md5": chunk.doc_md5,
+        "page": chunk.page_start,
+        "page_end": chunk.page_end,
+        "section": chunk.section_path,
+        "status": "active",
+        "version": "v1",
+        "images_json": json.dumps([{"id": name, "order": i + 1} for i, name in enumerate(chunk.images)],
+                                  ensure_ascii=False),
+        "image_path": chunk.image_path or "",
+        "text_level": chunk.text_level,
+        "table_type": chunk.table_type,
+        "table_nest_level": chunk.table_nest_level,
+        "sub_type": chunk.sub_type,
+        "figure_number": chunk.figure_number,
+    }
+    if chunk.bbox:  # PDFs only; DOCX chunks have none and store none
+        meta["bbox"] = json.dumps([round(v, 1) for v in chunk.bbox])
+    return meta
+
+
+@dataclass
+class IndexUpdate:
+    added: int
+    removed: int
+
+
+def upsert_document(col, kb: str, chunks: list[Chunk], vectors: np.ndarray, *, source: str) -> IndexUpdate:
+    """Write a document's chunks, then remove its ids that the new version no longer has.
+
+    The new version is written before anything is deleted, so a failure midway leaves the old
+    chunks searchable rather than none (the `kbflow check` consistency check reports it)."""
+    ids = [c.chunk_id for c in chunks]
+    for start in range(0, len(chunks), MAX_BATCH):
+        part = slice(start, start + MAX_BATCH)
+        col.upsert(ids=ids[part], embeddings=vectors[part], documents=[c.semantic_content for c in chunks[part]],
+                   metadatas=[chunk_metadata(c, kb) for c in chunks[part]])
+    stale = sorted(set(col.get(where={"source": source}, include=[])["ids"]) - set(ids))
+    delete_ids(col, stale)
+    return IndexUpdate(added=len(ids), removed=len(stale))
+
+
+def delete_ids(col, ids: Iterable[str]) -> int:
+    ids = list(ids)
+    for start in range(0, len(ids), MAX_BATCH):
+        col.delete(ids=ids[start:start + MAX_BATCH])
+    return len(ids)
+
+
+def delete_source(col, source: str) -> int:
+    return delete_ids(col, col.get(where={"source": source}, include=[])["ids"])
+
+
+def all_ids(col) -> set[str]:
+    return set(col.get(include=[])["ids"])
