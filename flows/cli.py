@@ -46,19 +46,31 @@ def print_rows(columns: list[str], rows: Sequence[Sequence[Any]], fmt: str = "ta
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from flows.ingest import ingest
+    from flows.ingest import ingest_flow
 
-    summary = ingest(paths=[str(p) for p in args.paths], kb=args.kb, home=args.home)
-    rows = [(o.source, o.status, o.chunks, f"{o.parse_seconds:.2f}" if o.status == "landed" else "",
-             "yes" if o.parse_cached else "", o.reason) for o in summary.outcomes]
+    from tasks.lock import check_free
+
+    settings = load_settings(args.home)
+    if not (args.wait if args.wait is not None else settings.ingest_lock_wait_s):
+        check_free(settings.home, kb=args.kb)  # refuse before a flow run (and a server) is started
+    runner = args.runner or settings.task_runner
+    flow = ingest_flow(runner, args.dask_address or settings.dask_address, settings.dask_workers)
+    summary = flow(paths=[str(p) for p in args.paths], kb=args.kb, home=args.home, runner=runner,
+                   dask_address=args.dask_address, lock_wait_s=args.wait)
+    rows = [(o.source, o.status if o.status != "landed" else f"landed ({o.change})", o.chunks,
+             f"{o.parse_seconds:.2f}" if o.status == "landed" else "", "yes" if o.parse_cached else "", o.reason)
+            for o in summary.outcomes]
     print_rows(["source", "status", "chunks", "parse_s", "cached", "reason"], rows,
                title=f"ingest run {summary.run_id} → kb {summary.kb!r}")
     console.print(f"{summary.landed} landed, {summary.failed} failed or rejected; warehouse: "
                   f"{Path(summary.home) / 'kbflow.duckdb'}")
+    console.print(f"{summary.added} added, {summary.changed} changed, {summary.skipped} unchanged (skipped), "
+                  f"{summary.removed} removed (task runner: {summary.runner})")
     idx = summary.index
     console.print(f"indexed {idx.chunks} chunks of {idx.documents} documents into Chroma ({idx.embedded} newly "
                   f"embedded, {idx.removed} stale removed); BM25 holds {idx.bm25_chunks} chunks")
-    return 0 if summary.landed or not summary.outcomes else 1
+    done = summary.landed + summary.skipped + summary.removed
+    return 0 if done or not summary.outcomes else 1
 
 
 # `kbflow stats` table headings (csv/json keep the view's column names); the legend says what they mean.
@@ -77,7 +89,7 @@ STATS_LEGEND = ("text = all but table/image/chart; heading<20 = heading-only chu
 def cmd_rm(args: argparse.Namespace) -> int:
     from flows.ingest import remove
 
-    removed = remove(sources=args.sources, kb=args.kb, home=args.home)
+    removed = remove(sources=args.sources, kb=args.kb, home=args.home, lock_wait_s=args.wait)
     print_rows(["source", "chunks removed from Chroma"], sorted(removed.items()), title=f"removed from kb {args.kb!r}")
     return 0
 
@@ -133,6 +145,31 @@ def cmd_sql(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ask(args: argparse.Namespace) -> int:
+    """Answer a question set (flow `batch_qa`) and print the run's summary."""
+    from flows.batch_qa import batch_qa
+
+    summary = batch_qa(questions=str(args.questions), kb=args.kb, home=args.home, out=args.out, mode=args.mode,
+                       sources=args.source or None, section=args.section)
+    run = summary.run
+    rows = [("questions", run.questions), ("invalid rows (skipped)", run.invalid_rows),
+            ("answered (llm / extractive)", f"{run.answered} ({run.llm_answers} / {run.extractive_answers})"),
+            ("insufficient evidence", run.insufficient), ("widened once (CRAG-lite)", run.widened),
+            ("LLM failures (fell back)", run.llm_failures), ("failed (batch errors)", run.failed),
+            ("retrieval questions/s", f"{run.retrieval_qps:.1f}")]
+    if run.labelled:
+        rows += [("labelled", run.labelled), ("hit@1", f"{run.hit_at_1:.3f}"), ("hit@5", f"{run.hit_at_5:.3f}"),
+                 ("MRR@10", f"{run.mrr_at_10:.3f}")]
+    print_rows(["", "value"], rows, title=f"batch QA run {run.run_id} on kb {run.kb!r} ({run.mode})")
+    for bad in summary.invalid[:20]:
+        console.print(f"[yellow]skipped[/yellow] line {bad.line}: {bad.reason}")
+    if len(summary.invalid) > 20:
+        console.print(f"… and {len(summary.invalid) - 20} more invalid rows (qa_runs.invalid_reasons)")
+    console.print(f"results: {summary.out_path}; traces: kbflow sql \"SELECT * FROM qa_traces WHERE run_id = "
+                  f"'{run.run_id}'\"")
+    return 0 if run.status == "completed" and run.questions else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kbflow", description="Batch, offline RAG data pipeline on Prefect 3.")
     parser.add_argument("--home", help="state directory (default: $KBFLOW_HOME or ./.kbflow)")
@@ -141,6 +178,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ingest", help="parse, chunk and land documents into a knowledge base")
     p.add_argument("paths", nargs="+", type=Path, help="files or folders (MinerU output folders/zips too)")
     p.add_argument("--kb", required=True, help="knowledge-base name")
+    p.add_argument("--runner", choices=("default", "dask"),
+                   help="task runner: default (in this process) or dask (parse/chunk/embed on a Dask cluster; "
+                        "needs the [dask] extra); default: the task_runner setting")
+    p.add_argument("--dask-address", default="",
+                   help="an existing Dask scheduler, e.g. tcp://host:8786 (default: a LocalCluster)")
+    p.add_argument("--wait", type=float, metavar="SECONDS",
+                   help="if another ingest is writing to this home, wait up to SECONDS for it "
+                        "(default: the ingest_lock_wait_s setting, 0 = refuse at once)")
     p.set_defaults(func=cmd_ingest)
 
     p = sub.add_parser("stats", help="per-document chunk-quality report")
@@ -151,18 +196,28 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("rm", help="delete documents (by source name) from a knowledge base and its indexes")
     p.add_argument("sources", nargs="+", help="source names as shown by `kbflow stats`")
     p.add_argument("--kb", required=True)
+    p.add_argument("--wait", type=float, metavar="SECONDS", help="wait up to SECONDS for a running ingest")
     p.set_defaults(func=cmd_rm)
 
     p = sub.add_parser("check", help="compare the chunk ids of DuckDB, Chroma and BM25")
     p.add_argument("--kb", required=True)
     p.set_defaults(func=cmd_check)
 
+    p = sub.add_parser("ask", help="answer a question set (JSONL/CSV/Parquet) with cited answers")
+    p.add_argument("questions", type=Path, help="question file: id/qid, question, optional answers and gold evidence")
+    p.add_argument("--kb", required=True, help="knowledge-base name")
+    p.add_argument("--out", help="results file, .jsonl or .parquet (default: HOME/qa/RUN_ID.jsonl)")
+    p.add_argument("--mode", choices=("hybrid", "vector", "bm25"), default="hybrid", help="recall channels")
+    p.add_argument("--source", action="append", help="only these documents (repeatable)")
+    p.add_argument("--section", help="only this section and the sections under it (a section_path prefix)")
+    p.set_defaults(func=cmd_ask)
+
     p = sub.add_parser("sql", help="read-only SQL over the warehouse")
     p.add_argument("query", help='e.g. "SELECT chunk_type, count(*) FROM chunks GROUP BY 1"')
     p.add_argument("--format", choices=("table", "csv", "json"), default="table")
     p.set_defaults(func=cmd_sql)
 
-    for name in ("ingest", "rm", "check", "stats", "sql"):  # --home is accepted after the sub-command too
+    for name in ("ingest", "rm", "check", "stats", "sql", "ask"):  # --home is accepted after the sub-command too
         sub.choices[name].add_argument("--home", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return parser
 

@@ -11,6 +11,9 @@ class KbflowError(Exception):
         self.path = path
         self.reason = reason
 
+    def __reduce__(self):  # picklable with its two arguments: failures cross process pools (Dask)
+        return type(self), (self.path, self.reason)
+
 
 class RejectedFileError(KbflowError):
     """The file cannot be ingested as given (missing, empty, too large, unsupported, corrupt)."""
@@ -36,6 +39,14 @@ class CorruptFileError(RejectedFileError): ...
 class DuplicateFileError(RejectedFileError): ...
 
 
+class SymlinkLoopError(RejectedFileError):
+    """A symbolic link that resolves to itself (directly or through other links)."""
+
+
+class EncryptedFileError(RejectedFileError):
+    """A password-protected PDF or Office file: decrypt it (e.g. `qpdf --decrypt`) and ingest the copy."""
+
+
 class ParseError(KbflowError):
     """The parser ran and failed on this file."""
 
@@ -56,6 +67,12 @@ class UnsafeArchiveError(ImportFormatError):
 
 class NormalizeError(KbflowError):
     stage = "normalize"
+
+
+class EmptyDocumentError(NormalizeError):
+    """The parser read the file but found nothing to chunk (a blank page, an empty DOCX, whitespace)."""
+
+    stage = "chunk"
 
 
 # ---------------------------------------------------------------- MinerU cloud API (parse stage)

@@ -37,7 +37,7 @@ class IngestRun:
     flow_run_id: str
     started_at: datetime
     finished_at: datetime | None
-    status: str  # running / completed / completed_with_failures / failed
+    status: str  # running / completed / completed_with_failures / failed / interrupted (killed mid-run)
     files_seen: int
     files_landed: int
     files_failed: int
@@ -47,6 +47,13 @@ class IngestRun:
     chunks_embedded: int = 0  # actually encoded (the rest came from the embedding cache)
     enrich_calls: int = 0  # VLM/LLM requests (0 on a re-run: answers are cached on disk)
     enrich_fallbacks: int = 0  # requests that failed; their chunks kept the offline text
+    # re-ingestion against the manifest (SPEC §2 item 11): what this run did per file
+    files_added: int = 0  # new paths landed
+    files_changed: int = 0  # known paths whose content (or pipeline settings) changed, re-landed
+    files_removed: int = 0  # manifest paths no longer found under a given folder, deleted everywhere
+    files_skipped: int = 0  # unchanged (same path, MD5 and settings, still landed): not parsed again
+    files_reindexed: int = 0  # unchanged in DuckDB but missing from (or stale in) Chroma: indexed again
+    task_runner: str = "default"  # default (in the flow process) / dask
 
 
 @dataclass
@@ -55,12 +62,33 @@ class IngestFailure:
     kb: str
     path: str
     doc_md5: str
-    stage: str  # discover / parse / normalize / land
+    stage: str  # discover / parse / chunk / land / index / remove
     error_kind: str  # the exception class name, e.g. NeedsModelsError
     reason: str
     failed_at: datetime
 
 
+@dataclass
+class ManifestEntry:
+    """One row of the re-ingestion manifest: the last thing kbflow knows about a path in a KB.
+
+    Keyed by (kb, path). A landed row is written in the same DuckDB transaction as the document's
+    rows, so the manifest never claims a version the warehouse does not hold.
+    """
+
+    kb: str
+    path: str  # absolute path as discovered (a MinerU output folder for the import backend)
+    source: str  # the document's name in the KB (chunk ids are "{source}_{index}")
+    md5: str  # content MD5 of the version this row describes ("" when discovery could not read it)
+    status: str  # landed (DuckDB only, index pending) / indexed / failed / rejected / duplicate
+    chunk_count: int
+    pipeline_key: str  # hash of the settings that shape chunks and vectors; a change re-processes
+    last_run_id: str
+    updated_at: datetime
+    reason: str = ""  # why the last attempt failed or was rejected
+
+
 DOCUMENT_SCHEMA = arrow_schema(Document)
 INGEST_RUN_SCHEMA = arrow_schema(IngestRun)
 INGEST_FAILURE_SCHEMA = arrow_schema(IngestFailure)
+MANIFEST_SCHEMA = arrow_schema(ManifestEntry)

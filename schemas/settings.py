@@ -53,6 +53,86 @@ class Settings:
     vlm_model: str = ""
     enrich_concurrency: int = 4
     mineru_api_base_url: str = "https://mineru.net"
+    # re-ingestion and scale-out (SPEC §2 item 11, §6); none of these changes what a document becomes
+    ingest_lock_wait_s: float = 0.0  # another ingest writing to this home: 0 = refuse at once, N = wait N s
+    task_runner: str = "default"  # "default" (in the flow process) or "dask" (needs the [dask] extra)
+    dask_address: str = ""  # "" = a LocalCluster; "tcp://host:8786" = an existing Dask scheduler
+    dask_workers: int = 2  # LocalCluster worker processes (one thread each)
+
+    # batch QA (SPEC §4; seed 000 §5-§11, seed 001 §1.3 and §4-§8, seed 002). Scores come in scales
+    # that do not compare (seed 002): "rrf" = fused rank score normalized to [0, 1] (1 = first in
+    # every channel), "rerank" = cross-encoder probability, "cosine" = the embedding model's own.
+    # A threshold's name says its scale; defaults are the seeds' unless marked "ours".
+    qa_batch_size: int = 32  # ours: questions per retrieval batch (one embedding call, one BM25 product)
+    recall_k: int = 100  # per channel and query (seed 001 §4.2 n_results=100, §4.3 top_k=100)
+    image_recall_min: int = 5  # image/table channel recalls max(5, top_k // 2) (seed 000 §9.1)
+    rrf_k: int = 60  # RRF_K
+    rrf_vector_weight: float = 0.5  # VECTOR_WEIGHT
+    rrf_bm25_weight: float = 0.5  # BM25_WEIGHT
+    rrf_image_weight: float = 0.5  # ours (seed 001 §4.4 names IMAGE_WEIGHT without a value)
+    dynamic_rrf_enabled: bool = True  # DYNAMIC_RRF_ENABLED: per-question weights from each ranking's sharpness
+    dynamic_rrf_gain: float = 3.0  # ours: weight x (1 + gain x sharpness), sharpness in [0, 1]
+    section_filter_enabled: bool = True  # SECTION_FILTER_ENABLED: "第三章…" in a question keeps that chapter
+    mmr_enabled: bool = True  # MMR_ENABLED, Jaccard over BM25 terms (MMR_USE_EMBEDDING=false)
+    mmr_top_k: int = 30  # MMR_TOP_K
+    mmr_lambda: float = 0.5  # MMR_LAMBDA
+    enum_query_mmr_lambda: float = 0.85  # ENUM_QUERY_MMR_LAMBDA: enumeration questions keep more alike chunks
+    rerank_model: str = ""  # a local sentence-transformers CrossEncoder folder; "" = no rerank stage (SPEC §7)
+    rerank_candidates: int = 20  # RERANK_CANDIDATES
+    rerank_batch_size: int = 32
+    rerank_max_length: int = 512
+    context_min_score: float = 0.05  # RERANK_CONTEXT_MIN_SCORE (rerank scale)
+    top_k: int = 15  # ranked chunks kept when adaptive top-k has no strong signal (seed 001 §5.1 top_k=15)
+    adaptive_topk_enabled: bool = True  # ADAPTIVE_TOPK_ENABLED, on every scale (seed defect 000 §6.3)
+    adaptive_topk_min: int = 5  # ours: a confident question keeps this many
+    adaptive_topk_max: int = 30  # RAG_SEARCH_TOP_K: an unsure one keeps up to this many
+    adaptive_high_rerank: float = 0.8  # ours: top rerank score at/above which k = adaptive_topk_min
+    adaptive_low_rerank: float = 0.3  # ours: below it k = adaptive_topk_max (= seed 001 CONFIDENCE_CAUTION)
+    adaptive_high_rrf: float = 0.95  # ours: the channels agree on the top chunk (rrf scale)
+    adaptive_low_rrf: float = 0.5  # ours: no chunk is ranked first by any channel with support from another
+    # the three rescues (seed 000 §8)
+    bm25_divergence_rescue_enabled: bool = True  # BM25_DIVERGENCE_RESCUE_ENABLED
+    bm25_divergence_max_rank: int = 3  # BM25_DIVERGENCE_MAX_RANK
+    lexical_rescue_enabled: bool = True
+    lexical_rescue_min_hit: float = 0.35  # share of the question's character bigrams found in the chunk
+    lexical_rescue_neighbours: int = 8  # following chunks of a rescued one, same source
+    section_cluster_rescue_enabled: bool = True  # SECTION_CLUSTER_RESCUE_ENABLED
+    cluster_min_members: int = 3  # CLUSTER_MIN_MEMBERS
+    cluster_min_types: int = 2  # CLUSTER_MIN_TYPES
+    cluster_max_sections: int = 3  # CLUSTER_MAX_SECTIONS
+    cluster_max_rescue_per_section: int = 6  # CLUSTER_MAX_RESCUE_PER_SECTION
+    cluster_section_prefix_levels: int = 2  # CLUSTER_SECTION_PREFIX_LEVELS
+    cluster_rescue_floor: float = 0.06  # CLUSTER_RESCUE_FLOOR (rerank scale)
+    # context expansion by section prefix (seed defect 000 §13.3 item 2) and the budget (seed 001 §7)
+    context_expansion_enabled: bool = True  # CONTEXT_EXPANSION_ENABLED
+    context_expansion_before: int = 1  # CONTEXT_EXPANSION_BEFORE
+    context_expansion_after: int = 8  # CONTEXT_EXPANSION_AFTER
+    context_expansion_max_chunks: int = 50  # CONTEXT_EXPANSION_MAX_CHUNKS (per question)
+    context_expansion_seed_min_rerank: float = 0.3  # expansion 2 after rerank: seeds score >= 0.3
+    context_expansion_max_seeds: int = 5  # ours: on the rrf scale, the top ranked chunks are the seeds
+    context_max_chars: int = 8000  # CONTEXT_MAX_CHARS
+    max_context_chunks: int = 20  # MAX_CONTEXT_CHUNKS: text chunks given to the answerer (tables exempt)
+    context_soft_limit: int = 6000  # CONTEXT_SOFT_LIMIT: past it only strong groups are admitted
+    context_soft_admit_ratio: float = 0.8  # ours: "strong" = group score >= ratio x the best group's
+    table_min_score_factor: float = 0.3  # table protection: a table beside a passing chunk needs min x 0.3
+    chart_min_score_factor: float = 0.5  # images/charts: min x 0.5 (cross-encoders underrate descriptions)
+    # answering (seed 001 §7.5, §8.2; seed 002 CRAG-lite); the LLM is llm_base_url / llm_model
+    confidence_warn_rerank: float = 0.15  # CONFIDENCE_WARN_THRESHOLD (top-3 mean, rerank scale)
+    confidence_caution_rerank: float = 0.30  # CONFIDENCE_CAUTION_THRESHOLD
+    confidence_warn_rrf: float = 0.4  # ours: top chunks found by one channel only, low there too
+    confidence_caution_rrf: float = 0.6  # ours: the channels disagree on the top chunks
+    answer_max_tokens: int = 1024
+    llm_timeout_s: float = 120.0
+    llm_max_retries: int = 4
+    llm_concurrency: int = 4  # questions answered at once by the LLM
+    extractive_max_sentences: int = 2  # ours: the offline answer quotes this many evidence sentences
+    extractive_min_overlap: float = 0.15  # ours: a sentence must hold this share of the question's bigrams
+    crag_enabled: bool = True
+    crag_min_items: int = 2  # seed 002 grade_evidence min_items
+    crag_min_rerank: float = 0.60  # seed 002 rerank_min_score
+    crag_min_cosine: float = 0.0  # 0 = the embedding model's calibrated value (tasks.answer); < 0 = off
+    crag_widen_factor: int = 3  # ours: widening multiplies recall_k, mmr_top_k and rerank_candidates
+    trace_max_rank: int = 100  # qa_traces keeps each stage's candidates down to this rank
 
     @property
     def parsed_dir(self) -> Path:

@@ -6,9 +6,11 @@ backend), never walked into.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -108,6 +110,12 @@ def _check_magic(path: Path, ext: str) -> None:
             fh.seek(max(0, path.stat().st_size - 2048))
             if b"%%EOF" not in fh.read():
                 raise errors.CorruptFileError(str(path), "truncated PDF (no %%EOF marker)")
+        _check_pdf_opens(path)
+    elif ext in OOXML_EXTENSIONS and head.startswith(OLE2_MAGIC):
+        # Office writes a password-protected .docx/.xlsx/.pptx as an encrypted OLE2 container
+        raise errors.EncryptedFileError(
+            str(path), f"password-protected (encrypted) .{ext}, or an old binary Office file renamed to .{ext}; "
+                       "save it without a password and ingest it again")
     elif ext in OOXML_EXTENSIONS:
         try:
             with zipfile.ZipFile(path) as zf:
@@ -118,6 +126,8 @@ def _check_magic(path: Path, ext: str) -> None:
                     raise errors.CorruptFileError(str(path), f"damaged zip member {bad!r}")
         except zipfile.BadZipFile as exc:
             raise errors.CorruptFileError(str(path), f"not a valid .{ext} (zip) file: {exc}") from None
+        except (zlib.error, EOFError, NotImplementedError) as exc:  # a damaged compressed member
+            raise errors.CorruptFileError(str(path), f"damaged .{ext} (zip) content: {exc}") from None
     elif ext in MARKDOWN_EXTENSIONS | TEXT_EXTENSIONS:
         with path.open("rb") as fh:
             sample = fh.read(65536)
@@ -131,6 +141,27 @@ def _check_magic(path: Path, ext: str) -> None:
                     sample.decode("gb18030")
                 except UnicodeDecodeError:
                     raise errors.CorruptFileError(str(path), "text is neither UTF-8 nor GB18030") from None
+
+
+OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+
+
+def _check_pdf_opens(path: Path) -> None:
+    """Open the PDF with PDFium (MinerU's own PDF library; pages are not loaded): a password or a
+    damaged cross-reference table is reported here, with a reason, instead of as a parser crash."""
+    try:
+        import pypdfium2 as pdfium
+    except ImportError:  # MinerU absent: the parse stage says so
+        return
+    try:
+        pdfium.PdfDocument(str(path)).close()
+    except pdfium.PdfiumError as exc:
+        message = str(exc)
+        if "password" in message.lower():
+            raise errors.EncryptedFileError(
+                str(path), "password-protected PDF: it cannot be opened without its password; decrypt it "
+                           "(e.g. `qpdf --decrypt --password=... in.pdf out.pdf`) and ingest the copy") from None
+        raise errors.CorruptFileError(str(path), f"damaged PDF: PDFium cannot open it ({message})") from None
 
 
 def classify(path: Path, settings: Settings) -> tuple[str, str]:
@@ -164,8 +195,9 @@ def classify(path: Path, settings: Settings) -> tuple[str, str]:
     return kind, DOC_TYPES.get(ext, ext)
 
 
-def _walk(root: Path) -> tuple[list[Path], list[Path]]:
-    """Files and MinerU output folders under root; symlinked folders are not followed (no loops)."""
+def _walk(root: Path, linked_dirs: list[Path] | None = None) -> tuple[list[Path], list[Path]]:
+    """Files and MinerU output folders under root; symlinked folders are not followed (no loops),
+    and are listed in `linked_dirs` when given."""
     files: list[Path] = []
     mineru_dirs: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
@@ -175,8 +207,20 @@ def _walk(root: Path) -> tuple[list[Path], list[Path]]:
             dirnames[:] = []
             continue
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        if linked_dirs is not None:
+            linked_dirs.extend(here / d for d in dirnames if (here / d).is_symlink())
         files.extend(here / f for f in sorted(filenames) if not f.startswith("."))
     return files, mineru_dirs
+
+
+def _dangling_reason(path: Path) -> tuple[str, str]:
+    """(error kind, reason) of a symlink that does not resolve to a file."""
+    try:
+        path.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "SymlinkLoopError", "symlink loop (the link resolves back to itself)"
+    return "MissingFileError", "broken symlink"
 
 
 def _source_name(path: Path, root: Path) -> str:
@@ -214,11 +258,17 @@ def discover(paths: list[str | os.PathLike], settings: Settings) -> Discovery:
             if mineru_output_files(root):
                 files, mineru_dirs = [], [root]
             else:
+                linked: list[Path] = []
                 try:
-                    files, mineru_dirs = _walk(root)
+                    files, mineru_dirs = _walk(root, linked)
                 except OSError as exc:
                     found.rejected.append(Rejection(str(root), "", "RejectedFileError", f"cannot list folder: {exc}"))
                     continue
+                for link in linked:
+                    found.rejected.append(Rejection(
+                        str(link), "", "UnsupportedFileError",
+                        "symlinked folder not followed (so a link loop cannot trap the walk); "
+                        "give its target as a PATH to ingest it"))
             for folder in mineru_dirs:
                 lists = mineru_output_files(folder)
                 add(folder, _mineru_dir_source(folder, root), "mineru_output",
@@ -229,7 +279,7 @@ def discover(paths: list[str | os.PathLike], settings: Settings) -> Discovery:
             files = [root]
         for path in files:
             if path.is_symlink() and not path.exists():
-                found.rejected.append(Rejection(str(path), "", "MissingFileError", "broken symlink"))
+                found.rejected.append(Rejection(str(path), "", *_dangling_reason(path)))
                 continue
             try:
                 kind, doc_type = classify(path, settings)
@@ -239,6 +289,10 @@ def discover(paths: list[str | os.PathLike], settings: Settings) -> Discovery:
                 continue
             except OSError as exc:  # e.g. a symlink loop or a file removed while walking
                 found.rejected.append(Rejection(str(path), "", "RejectedFileError", f"cannot read: {exc.strerror or exc}"))
+                continue
+            except Exception as exc:  # a check tripping over a malformed file must not stop discovery
+                found.rejected.append(Rejection(str(path), "", "CorruptFileError",
+                                                f"cannot be checked ({type(exc).__name__}: {str(exc)[:200]})"))
                 continue
             add(path, _source_name(path, root if root.is_dir() else path), kind, doc_type, md5, path.stat().st_size)
     return found

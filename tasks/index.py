@@ -5,6 +5,7 @@ DuckDB (`documents`/`chunks`) is the record of what a knowledge base holds; the 
   re-embedded), upserts them into Chroma, then drops that document's stale ids;
 - `rebuild_bm25` rebuilds the BM25 index from the landed Parquet files' stored tokens (nothing is
   re-tokenized) and swaps it in atomically;
+- `sync_indexes` does both for a run and repairs what an interrupted run left behind;
 - `check` compares the chunk_id sets of the three stores.
 """
 from __future__ import annotations
@@ -32,6 +33,9 @@ class IndexSummary:
     embedded: int = 0  # texts actually encoded (the rest came from the embedding cache)
     removed: int = 0
     bm25_chunks: int = 0
+    orphans: int = 0  # ids in Chroma that DuckDB no longer holds (a killed run, a rename), deleted
+    repaired: int = 0  # documents indexed again because Chroma lacked some of their chunk ids
+    bm25_rebuilt: bool = False
 
 
 class Indexer:
@@ -59,6 +63,27 @@ class Indexer:
         summary.embedded += self.embedder.encoded - before
 
 
+_process_embedders: dict[tuple[str, int], object] = {}  # (model, batch size) → Embedder, one per process
+
+
+def warm_embedding_cache(settings: Settings, chunks_file: Path, model: str) -> int:
+    """Encode a document's chunks that the on-disk embedding cache lacks and store them there (the
+    scale-out path: a Dask worker does this, the flow's index stage then only reads vectors).
+    The model is loaded once per process. Returns how many texts were encoded."""
+    from tasks.embed import Embedder, EmbeddingCache, embed_texts, embedding_text
+
+    key = (model, settings.embedding_batch_size)
+    embedder = _process_embedders.get(key)
+    if embedder is None:
+        embedder = _process_embedders[key] = Embedder(Path(model) if Path(model).is_dir() else model,
+                                                      batch_size=settings.embedding_batch_size)
+    before = embedder.encoded
+    with EmbeddingCache(settings.cache_dir / "embeddings", embedder.model_id) as cache:
+        embed_texts([embedding_text(c) for c in read_chunks(chunks_file)], embedder, cache,
+                    batch_size=settings.embedding_batch_size)
+    return embedder.encoded - before
+
+
 def kb_chunk_files(settings: Settings, kb: str) -> list[Path]:
     _, rows = db.query(settings.db_path, "SELECT chunks_path FROM documents WHERE kb = ? ORDER BY source", [kb])
     return [Path(p) for (p,) in rows]
@@ -70,6 +95,87 @@ def rebuild_bm25(settings: Settings, kb: str) -> int:
     index = index_for_kb(kb_chunk_files(settings, kb))
     index.save(settings.bm25_dir / kb)
     return len(index.chunk_ids)
+
+
+def _duckdb_ids(settings: Settings, kb: str) -> dict[str, set[str]]:
+    """source → chunk ids of the documents DuckDB holds for `kb`."""
+    by_source: dict[str, set[str]] = {}
+    if settings.db_path.exists():
+        for source, chunk_id in db.query(settings.db_path, "SELECT source, chunk_id FROM chunks WHERE kb = ?",
+                                         [kb])[1]:
+            by_source.setdefault(source, set()).add(chunk_id)
+    return by_source
+
+
+def prune_parquet(settings: Settings, kb: str) -> int:
+    """Delete chunk Parquet files of `kb` that no document row points at (left by a killed run or a
+    file whose new version failed to land); return how many."""
+    folder = settings.chunks_dir / f"kb={kb}"
+    if not folder.is_dir():
+        return 0
+    keep = {Path(p).name for p in kb_chunk_files(settings, kb)}
+    stale = [p for p in folder.glob("*.parquet") if p.name not in keep]
+    stale += list(folder.glob(".*.tmp"))  # a write killed before its rename
+    for p in stale:
+        p.unlink(missing_ok=True)
+    return len(stale)
+
+
+def sync_indexes(settings: Settings, kb: str, to_index: list[tuple[str, Path]], *,
+                 force_bm25: bool = False) -> tuple[IndexSummary, dict[str, str], list[str]]:
+    """Bring Chroma and BM25 in line with DuckDB for `kb`.
+
+    1. index the given documents (embeddings from the cache where present, upsert, then drop the
+       document's stale ids);
+    2. repair: delete Chroma ids DuckDB does not hold, index every document whose chunk ids Chroma
+       lacks (a run killed between landing and indexing);
+    3. rebuild BM25 from the landed Parquet when anything changed or its ids differ from DuckDB's.
+
+    Returns the summary, the error of each document that failed to index (the others go on), and
+    the sources indexed. The embedding model is loaded only when a document is indexed.
+    """
+    from tasks.bm25_index import BM25Index
+
+    summary, errors, indexed = IndexSummary(), {}, []
+    indexer: Indexer | None = None
+
+    def index(source: str, path: Path) -> None:
+        nonlocal indexer
+        try:
+            indexer = indexer or Indexer(settings, kb)
+            indexer.index_document(path, source, summary)
+            indexed.append(source)
+        except Exception as exc:  # one document's index failure must not stop the others
+            errors[source] = f"{type(exc).__name__}: {exc}"[:500]
+
+    for source, path in to_index:
+        index(source, path)
+
+    duck = _duckdb_ids(settings, kb)
+    col = indexer.collection if indexer else vector_index.collection(settings, kb)
+    in_chroma = vector_index.all_ids(col)
+    all_duck = set().union(*duck.values()) if duck else set()
+    summary.orphans = vector_index.delete_ids(col, sorted(in_chroma - all_duck))
+    lacking = sorted(s for s, ids in duck.items() if not ids <= in_chroma and s not in errors)
+    if lacking:
+        paths = dict(db.query(settings.db_path, "SELECT source, chunks_path FROM documents WHERE kb = ?", [kb])[1])
+        for source in lacking:
+            index(source, Path(paths[source]))
+        summary.repaired = len(lacking)
+
+    current: set[str] | None = None
+    if (settings.bm25_dir / kb).exists() and not force_bm25:
+        try:
+            current = set(BM25Index.load(settings.bm25_dir / kb).chunk_ids)
+        except Exception:  # unreadable: rebuilt below
+            current = None
+    if force_bm25 or indexed or summary.orphans or current != all_duck:
+        summary.bm25_chunks = rebuild_bm25(settings, kb)
+        summary.bm25_rebuilt = True
+    else:
+        summary.bm25_chunks = len(current)
+    prune_parquet(settings, kb)
+    return summary, errors, indexed
 
 
 def remove_document(settings: Settings, kb: str, source: str) -> int:

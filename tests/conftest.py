@@ -70,3 +70,34 @@ def make_scanned_pdf(path: Path) -> Path:
     pdf.showPage()
     pdf.save()
     return path
+
+
+CMRC = DATA / "qa" / "cmrc2018_trial"
+CMRC_PASSAGES = 60  # the first 60 passages of the trial set (233 questions have their gold among them)
+
+
+@pytest.fixture(scope="session")
+def cmrc_kb(prefect_harness, tmp_path_factory):
+    """A knowledge base `cmrc` ingested by the `ingest` flow from cmrc2018 trial passages, one
+    Markdown document per passage (`# title` + text, so the title is the section), plus the
+    questions whose gold passage is in it as a JSONL file. Returns (home, questions_path)."""
+    import json
+
+    from flows.ingest import ingest
+
+    rows = [json.loads(line) for line in need(CMRC / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
+    rows = rows[:CMRC_PASSAGES]
+    root = tmp_path_factory.mktemp("cmrc")
+    corpus, home = root / "corpus", root / "home"
+    corpus.mkdir()
+    for row in rows:
+        (corpus / f"{row['pid']}.md").write_text(f"# {row['title']}\n\n{row['text']}\n", encoding="utf-8")
+    summary = ingest(paths=[str(corpus)], kb="cmrc", home=str(home))
+    assert summary.landed == len(rows) and not summary.failed
+    pids = {row["pid"] for row in rows}
+    questions = root / "questions.jsonl"
+    with questions.open("w", encoding="utf-8") as fh:
+        for line in (CMRC / "queries.jsonl").read_text(encoding="utf-8").splitlines():
+            if json.loads(line)["gold_pids"][0] in pids:
+                fh.write(line + "\n")
+    return home, questions

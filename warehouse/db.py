@@ -15,16 +15,21 @@ import duckdb
 import pyarrow as pa
 
 from schemas.chunk import CHUNK_SCHEMA
-from schemas.ingest import (DOCUMENT_SCHEMA, INGEST_FAILURE_SCHEMA, INGEST_RUN_SCHEMA, Document,
-                            IngestFailure, IngestRun)
+from schemas.ingest import (DOCUMENT_SCHEMA, INGEST_FAILURE_SCHEMA, INGEST_RUN_SCHEMA, MANIFEST_SCHEMA, Document,
+                            IngestFailure, IngestRun, ManifestEntry)
+from schemas.qa import QA_RESULT_SCHEMA, QA_RUN_SCHEMA, QA_TRACE_SCHEMA, QARun
 
 TABLES: dict[str, pa.Schema] = {
     "documents": DOCUMENT_SCHEMA,
     "chunks": CHUNK_SCHEMA,
     "ingest_runs": INGEST_RUN_SCHEMA,
     "ingest_failures": INGEST_FAILURE_SCHEMA,
+    "manifest": MANIFEST_SCHEMA,
+    "qa_runs": QA_RUN_SCHEMA,
+    "qa_results": QA_RESULT_SCHEMA,
+    "qa_traces": QA_TRACE_SCHEMA,
 }
-VIEW_FILES = ("views.sql", "quality.sql")  # executed in this order
+VIEW_FILES = ("views.sql", "quality.sql", "qa.sql")  # executed in this order
 
 
 class WarehouseBusyError(RuntimeError):
@@ -78,11 +83,19 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
         con.unregister("_rows")
 
 
-def replace_document(db_path: Path, document: Document, chunks_parquet: Path) -> list[str]:
+def _upsert_manifest(con: duckdb.DuckDBPyConnection, entries: list[ManifestEntry]) -> None:
+    for entry in entries:
+        con.execute("DELETE FROM manifest WHERE kb = ? AND path = ?", [entry.kb, entry.path])
+    _insert(con, "manifest", pa.Table.from_pylist([asdict(e) for e in entries], schema=MANIFEST_SCHEMA))
+
+
+def replace_document(db_path: Path, document: Document, chunks_parquet: Path,
+                     manifest: ManifestEntry | None = None) -> list[str]:
     """Swap in one document's rows atomically; return the MD5s of the versions it replaced.
 
     A document is identified by its content (kb, doc_md5) and by its name (kb, source): a changed
-    file replaces its old version, a renamed file its old name.
+    file replaces its old version, a renamed file its old name. The manifest row, when given, is
+    written in the same transaction: either the new version and its manifest row, or neither.
     """
     with connect(db_path) as con:
         con.execute("BEGIN TRANSACTION")
@@ -95,6 +108,8 @@ def replace_document(db_path: Path, document: Document, chunks_parquet: Path) ->
                             [document.kb, document.doc_md5, document.source])
             con.execute("INSERT INTO chunks BY NAME SELECT * FROM read_parquet(?)", [str(chunks_parquet)])
             _insert(con, "documents", pa.Table.from_pylist([asdict(document)], schema=DOCUMENT_SCHEMA))
+            if manifest is not None:
+                _upsert_manifest(con, [manifest])
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")
@@ -103,13 +118,13 @@ def replace_document(db_path: Path, document: Document, chunks_parquet: Path) ->
 
 
 def delete_document(db_path: Path, kb: str, source: str) -> list[str]:
-    """Remove a document's rows in one transaction; return the MD5s removed."""
+    """Remove a document's rows (and its manifest rows) in one transaction; return the MD5s removed."""
     with connect(db_path) as con:
         con.execute("BEGIN TRANSACTION")
         try:
             md5s = [r[0] for r in con.execute("SELECT doc_md5 FROM documents WHERE kb = ? AND source = ?",
                                               [kb, source]).fetchall()]
-            for table in ("chunks", "documents"):
+            for table in ("chunks", "documents", "manifest"):
                 con.execute(f"DELETE FROM {table} WHERE kb = ? AND source = ?", [kb, source])
             con.execute("COMMIT")
         except BaseException:
@@ -126,6 +141,16 @@ def save_run(db_path: Path, run: IngestRun) -> None:
         con.execute("COMMIT")
 
 
+def mark_interrupted(db_path: Path) -> int:
+    """Runs still `running` when a new one holds the home's write lock died (killed, crashed): say so."""
+    if not db_path.exists():
+        return 0
+    with connect(db_path) as con:
+        (n,) = con.execute("SELECT count(*) FROM ingest_runs WHERE status = 'running'").fetchone()
+        con.execute("UPDATE ingest_runs SET status = 'interrupted' WHERE status = 'running'")
+    return n
+
+
 def record_failures(db_path: Path, failures: list[IngestFailure]) -> None:
     if not failures:
         return
@@ -134,9 +159,104 @@ def record_failures(db_path: Path, failures: list[IngestFailure]) -> None:
                 pa.Table.from_pylist([asdict(f) for f in failures], schema=INGEST_FAILURE_SCHEMA))
 
 
+def upsert_manifest(db_path: Path, entries: list[ManifestEntry]) -> None:
+    """Write manifest rows (replacing each (kb, path)'s row) in one transaction."""
+    if not entries:
+        return
+    with connect(db_path) as con:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            _upsert_manifest(con, entries)
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+
+
+def delete_manifest(db_path: Path, kb: str, paths: list[str]) -> None:
+    if not paths:
+        return
+    with connect(db_path) as con:
+        con.execute("BEGIN TRANSACTION")
+        con.executemany("DELETE FROM manifest WHERE kb = ? AND path = ?", [[kb, p] for p in paths])
+        con.execute("COMMIT")
+
+
+def mark_indexed(db_path: Path, kb: str, sources: list[str], run_id: str) -> None:
+    """Landed manifest rows of these sources are now in Chroma too."""
+    if not sources:
+        return
+    with connect(db_path) as con:
+        con.execute("BEGIN TRANSACTION")
+        con.executemany("UPDATE manifest SET status = 'indexed', last_run_id = ?, updated_at = now() "
+                        "WHERE kb = ? AND source = ? AND status = 'landed'", [[run_id, kb, s] for s in sources])
+        con.execute("COMMIT")
+
+
+def load_manifest(db_path: Path, kb: str) -> list[ManifestEntry]:
+    """The manifest of `kb`, plus an entry (status `landed`, pipeline key unknown) for each landed
+    document that has none: a warehouse from before the manifest existed is re-chunked once, and
+    its removed files are found."""
+    if not db_path.exists():
+        return []
+    with connect(db_path) as con:  # a writer: creates the manifest table in an older warehouse
+        cur = con.execute("SELECT * FROM manifest WHERE kb = ? ORDER BY path", [kb])
+        names = [d[0] for d in cur.description]
+        entries = [ManifestEntry(**dict(zip(names, row))) for row in cur.fetchall()]
+        known = {e.path for e in entries}
+        rows = con.execute("SELECT path, source, doc_md5, chunk_count, run_id, ingested_at FROM documents "
+                           "WHERE kb = ? ORDER BY path", [kb]).fetchall()
+    entries += [ManifestEntry(kb, path, source, md5, "landed", count, "", run_id, at)
+                for path, source, md5, count, run_id, at in rows if path not in known]
+    return entries
+
+
+def landed_documents(db_path: Path, kb: str) -> dict[str, tuple[str, str]]:
+    """source → (doc_md5, chunks_path) of the documents `kb` holds."""
+    if not db_path.exists():
+        return {}
+    _, rows = query(db_path, "SELECT source, doc_md5, chunks_path FROM documents WHERE kb = ?", [kb])
+    return {source: (md5, path) for source, md5, path in rows}
+
+
 def query(db_path: Path, sql: str, params: list[Any] | None = None) -> tuple[list[str], list[tuple]]:
     """Run read-only SQL; return (column names, rows)."""
     with connect(db_path, read_only=True) as con:
         cur = con.execute(sql, params or [])
         columns = [d[0] for d in cur.description or []]
         return columns, cur.fetchall()
+
+
+# ---------------------------------------------------------------- batch QA
+
+
+def save_qa_run(db_path: Path, run: QARun) -> None:
+    """Insert or replace a batch-QA run's row."""
+    with connect(db_path) as con:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.execute("DELETE FROM qa_runs WHERE run_id = ?", [run.run_id])
+            _insert(con, "qa_runs", pa.Table.from_pylist([asdict(run)], schema=QA_RUN_SCHEMA))
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+
+
+def land_qa(db_path: Path, run: QARun, results: list[Path], traces: list[Path]) -> None:
+    """Land a batch-QA run in one transaction: its results and traces (Parquet parts written per
+    batch) replace any rows of the same run_id, and the run row is replaced. Re-landing converges."""
+    with connect(db_path) as con:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            for table, parts in (("qa_results", results), ("qa_traces", traces)):
+                con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run.run_id])
+                if parts:
+                    con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM read_parquet(?)",
+                                [[str(p) for p in parts]])
+            con.execute("DELETE FROM qa_runs WHERE run_id = ?", [run.run_id])
+            _insert(con, "qa_runs", pa.Table.from_pylist([asdict(run)], schema=QA_RUN_SCHEMA))
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise

@@ -2,6 +2,7 @@
 cloud-API result zips with `*_content_list*.json` + `layout.json`), copied into kbflow's layout."""
 from __future__ import annotations
 
+import json
 import shutil
 import stat
 import zipfile
@@ -44,6 +45,17 @@ def _one(paths: list[Path], what: str, origin: Path) -> Path | None:
     return paths[0] if paths else None
 
 
+def _check_content_list(path: Path, origin: Path) -> None:
+    """A content list must be a JSON array (v1: of items; v2: of pages), else the import fails here."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise errors.ImportFormatError(str(origin), f"{path.name} is not valid JSON ({exc})") from None
+    if not isinstance(data, list):
+        raise errors.ImportFormatError(str(origin), f"{path.name} is not a MinerU content list (a JSON array), "
+                                                    f"but a JSON {type(data).__name__}")
+
+
 def import_mineru_output(origin: Path, out: Path) -> None:
     """Copy one MinerU result (folder or zip) into `out` under kbflow's standard file names."""
     from tasks.parse import CONTENT_LIST, CONTENT_LIST_V2, MARKDOWN, MIDDLE_JSON
@@ -63,6 +75,9 @@ def import_mineru_output(origin: Path, out: Path) -> None:
     middle = _one([p for p in files if p.name.endswith("_middle.json") or p.name == "layout.json"], "middle json", origin)
     markdown = [p for p in files if p.suffix == ".md"]
 
+    for content_list in (v1, v2):
+        if content_list is not None:
+            _check_content_list(content_list, origin)
     for src, name in ((v1, CONTENT_LIST), (v2, CONTENT_LIST_V2), (middle, MIDDLE_JSON)):
         if src is not None:
             shutil.copyfile(src, out / name)

@@ -60,9 +60,11 @@ def test_reingest_uses_parse_cache_and_replaces_changed_files(prefect_harness, t
     note.write_text("# 第二版\n\n新内容。\n\n更多内容。\n", encoding="utf-8")
     second = ingest(paths=[str(corpus)], kb="kb", home=home)
 
-    cached = {o.source: o.parse_cached for o in second.outcomes}
-    assert cached == {"word_sample.docx": True, "note.md": False}
-    assert not any(o.parse_cached for o in first.outcomes)
+    # the unchanged file is skipped without parsing; the changed one is parsed again and replaced
+    assert {o.source: (o.status, o.change) for o in second.outcomes} == {
+        "word_sample.docx": ("skipped", ""), "note.md": ("landed", "changed")}
+    assert not any(o.parse_cached for o in first.outcomes + second.outcomes)
+    assert (second.added, second.changed, second.skipped, second.removed) == (0, 1, 1, 0)
     w = tmp_path / "home" / "kbflow.duckdb"
     contents = [r[0] for r in db.query(w, "SELECT content FROM chunks WHERE source = 'note.md' ORDER BY chunk_index")[1]]
     assert contents == ["第二版\n新内容。\n更多内容。"]  # heading and short paragraphs merged

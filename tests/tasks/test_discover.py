@@ -59,7 +59,9 @@ def test_bad_inputs_are_rejected_with_reasons_and_good_ones_kept(tmp_path):
     assert reasons["dangling.pdf"] == ("MissingFileError", "broken symlink")
     assert reasons["missing.docx"] == ("MissingFileError", "no such file")
     assert reasons["large.txt"][0] == "FileTooLargeError" and "max_file_mb" in reasons["large.txt"][1]
-    assert ".hidden.md" not in reasons and "loop" not in reasons
+    assert ".hidden.md" not in reasons
+    # a symlinked folder is recorded, never walked into (so a link loop cannot trap discovery)
+    assert reasons["loop"][0] == "UnsupportedFileError" and "symlinked folder not followed" in reasons["loop"][1]
 
 
 def test_real_documents_get_kinds_and_doc_types(settings):

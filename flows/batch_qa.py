@@ -1,0 +1,324 @@
+"""Flow `batch_qa`: read a question set → per batch of questions: retrieve → expand + budget →
+grade (widen once, CRAG-lite) → answer → Parquet parts → land in DuckDB (`qa_runs`, `qa_results`,
+`qa_traces`) and the results file → a table artifact.
+
+The retriever (embedder, Chroma collection, BM25 index, reranker) is loaded once per run; the
+flow maps over batches of questions, never single questions or chunks. Tasks pass paths and counts.
+An invalid row is reported and skipped; a failed batch is logged and counted, the others land.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from prefect import flow, get_run_logger, task, unmapped
+from prefect.artifacts import create_table_artifact
+from prefect.cache_policies import NO_CACHE
+from prefect.context import get_run_context
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from schemas.arrow import to_table
+from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, QA_RESULT_SCHEMA, InvalidRow, QAResult, QARun, QATrace, Question
+from schemas.settings import Settings, check_kb_name, load_settings
+from tasks.answer import (Answerer, confidence, confidence_instruction, cosine_floor, grade_evidence,
+                          result_record)
+from tasks.context import Context, contexts_for, expand_batch
+from tasks.questions import QuestionSet, read_questions
+from tasks.retrieve import MODES, Retrieval, Retriever, trace_records
+from warehouse import db
+
+OUT_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".parquet": "parquet"}
+
+
+@dataclass
+class BatchStats:
+    questions: int = 0
+    answered: int = 0
+    insufficient: int = 0
+    llm: int = 0
+    extractive: int = 0
+    llm_failures: int = 0
+    widened: int = 0
+    labelled: int = 0
+    hit1: int = 0
+    hit5: int = 0
+    reciprocal_rank: float = 0.0  # sum of 1/rank within 10
+    retrieval_s: float = 0.0  # wall time of retrieval (both passes), contexts and answers excluded
+
+    def add(self, other: BatchStats) -> None:
+        for f in dataclasses.fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+
+@dataclass
+class BatchParts:
+    index: int
+    results: Path
+    traces: Path
+    stats: BatchStats
+
+
+@dataclass
+class QASummary:
+    run: QARun
+    out_path: str
+    invalid: list[InvalidRow] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------------------------------------
+# one batch (plain function: testable without Prefect)
+
+
+def answer_batch(questions: list[Question], retriever: Retriever, answerer: Answerer, settings: Settings, *,
+                 run_id: str, mode: str = "hybrid", sources: list[str] | None = None, section: str | None = None,
+                 floor: float | None = None) -> tuple[list[QAResult], list[QATrace], BatchStats]:
+    """Retrieve → expand → budget → grade → (widen the weak ones once) → answer, for one batch."""
+    s = settings
+    n = len(questions)
+    started = time.perf_counter()
+    retrievals = retriever.retrieve_batch([q.question for q in questions], mode, sources=sources, section=section)
+    retrieval_s = time.perf_counter() - started
+
+    def contexts(rs: list[Retrieval]) -> tuple[list[list], list[Context], float]:
+        t0 = time.perf_counter()
+        extra = expand_batch(s.db_path, retriever.kb, rs, s)
+        ctx = contexts_for(rs, extra, s)
+        return extra, ctx, (time.perf_counter() - t0) * 1000 / max(1, len(rs))
+
+    expansions, ctxs, ctx_ms = contexts(retrievals)
+    context_ms = [ctx_ms] * n
+    grades = [grade_evidence(r, c, s, floor) for r, c in zip(retrievals, ctxs)]
+    weak = [i for i, (ok, _) in enumerate(grades) if not ok] if s.crag_enabled else []
+    if weak:  # CRAG-lite: widen once, with the same filters (seed 002)
+        t0 = time.perf_counter()
+        wider = retriever.retrieve_batch([questions[i].question for i in weak], mode, sources=sources,
+                                         section=section, widen=True)
+        retrieval_s += time.perf_counter() - t0
+        extra2, ctx2, ms2 = contexts(wider)
+        for j, i in enumerate(weak):
+            first = retrievals[i].timings
+            wider[j].timings = {k: v + first.get(k, 0.0) for k, v in wider[j].timings.items()}
+            retrievals[i], expansions[i], ctxs[i] = wider[j], extra2[j], ctx2[j]
+            grades[i] = grade_evidence(wider[j], ctx2[j], s, floor)
+            context_ms[i] += ms2
+
+    jobs = [(q.question, c, confidence_instruction(confidence(r), r.score_scale, s), not ok)
+            for q, r, c, (ok, _) in zip(questions, retrievals, ctxs, grades)]
+    answers = answerer.answer_many(jobs)
+
+    results, traces, stats = [], [], BatchStats(questions=n, retrieval_s=retrieval_s)
+    for q, r, extra, c, (ok, why), a, c_ms in zip(questions, retrievals, expansions, ctxs, grades, answers,
+                                                   context_ms):
+        if not ok and a.mode == INSUFFICIENT and not a.error:
+            a.error = f"insufficient evidence: {why}"
+        r.trace("expand", extra)
+        r.trace("context", c.chunks)
+        retrieval_ms = sum(r.timings.values()) * 1000
+        rec = result_record(run_id, q, r, c, a, context_ms=c_ms, total_ms=retrieval_ms + c_ms + a.ms)
+        results.append(rec)
+        known = {cand.chunk_id: cand.chunk for cand in [*r.ranked, *extra, *c.chunks] if cand.chunk is not None}
+
+        def is_gold(chunk_id: str, q=q, known=known) -> bool | None:
+            if not q.labelled:
+                return None
+            chunk = known.get(chunk_id)
+            if chunk is not None:
+                return q.is_gold(chunk_id, chunk.source, chunk.page_start, chunk.page_end)
+            return q.is_gold(chunk_id, chunk_id.rsplit("_", 1)[0])  # chunk_id = f"{source}_{index}"
+
+        traces.extend(trace_records(run_id, q.qid, r, is_gold, s.trace_max_rank))
+        stats.answered += a.mode in (LLM, EXTRACTIVE)
+        stats.insufficient += a.mode == INSUFFICIENT
+        stats.llm += a.mode == LLM
+        stats.extractive += a.mode == EXTRACTIVE
+        stats.llm_failures += bool(a.error) and answerer.uses_llm and not a.error.startswith("insufficient")
+        stats.widened += r.widened
+        if q.labelled:
+            stats.labelled += 1
+            rank = rec.gold_rank
+            stats.hit1 += rank == 1
+            stats.hit5 += rank is not None and rank <= 5
+            stats.reciprocal_rank += 1.0 / rank if rank is not None and rank <= 10 else 0.0
+    return results, traces, stats
+
+
+# ------------------------------------------------------------------------------------------------
+# tasks
+
+
+@task(name="read-questions", cache_policy=NO_CACHE)
+def read_questions_task(path: str) -> QuestionSet:
+    return read_questions(path)
+
+
+def _write_parquet(table: pa.Table, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        pq.write_table(table, tmp, compression="zstd")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+@task(name="qa-batch", cache_policy=NO_CACHE)
+def qa_batch_task(index: int, questions: list[Question], retriever: Retriever, answerer: Answerer,
+                  settings: Settings, run_id: str, mode: str, sources: list[str] | None, section: str | None,
+                  floor: float | None, parts_dir: Path) -> BatchParts:
+    results, traces, stats = answer_batch(questions, retriever, answerer, settings, run_id=run_id, mode=mode,
+                                          sources=sources, section=section, floor=floor)
+    return BatchParts(index, _write_parquet(to_table(results, QAResult), parts_dir / f"results-{index:05d}.parquet"),
+                      _write_parquet(to_table(traces, QATrace), parts_dir / f"traces-{index:05d}.parquet"), stats)
+
+
+# DuckDB is a single file: a transient lock (a concurrent `kbflow sql`) is worth a retry.
+@task(name="land-qa", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=2)
+def land_qa_task(settings: Settings, run: QARun, parts: list[BatchParts]) -> None:
+    db.land_qa(settings.db_path, run, [p.results for p in parts], [p.traces for p in parts])
+
+
+@task(name="write-results", cache_policy=NO_CACHE)
+def write_results_task(parts: list[BatchParts], out: Path) -> Path:
+    """The results file, in question order: Parquet or JSONL by suffix, written atomically."""
+    tables = [pq.read_table(p.results) for p in parts]
+    table = pa.concat_tables(tables) if tables else QA_RESULT_SCHEMA.empty_table()
+    if OUT_FORMATS[out.suffix.lower()] == "parquet":
+        return _write_parquet(table, out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            for row in table.to_pylist():
+                fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# the flow
+
+
+def _flow_run_id() -> str:
+    try:
+        return str(get_run_context().flow_run.id)
+    except Exception:  # outside a flow run
+        return ""
+
+
+def out_path_for(settings: Settings, run_id: str, out: str | None) -> Path:
+    path = Path(out).expanduser().resolve() if out else settings.home / "qa" / f"{run_id}.jsonl"
+    if path.suffix.lower() not in OUT_FORMATS:
+        raise ValueError(f"--out {path.name!r}: use a .jsonl or .parquet file")
+    return path
+
+
+def _settings_json(settings: Settings) -> str:
+    # Settings hold no secrets (keys come from the environment only)
+    values = {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(settings).items()}
+    return json.dumps(values, ensure_ascii=False, sort_keys=True)
+
+
+def _artifact(run: QARun, invalid: list[InvalidRow]) -> None:
+    rows: list[dict[str, Any]] = [
+        {"metric": "questions (valid rows)", "value": run.questions},
+        {"metric": "invalid rows (skipped)", "value": run.invalid_rows},
+        {"metric": "answered (llm / extractive)",
+         "value": f"{run.answered} ({run.llm_answers} / {run.extractive_answers})"},
+        {"metric": "insufficient evidence", "value": run.insufficient},
+        {"metric": "widened once (CRAG-lite)", "value": run.widened},
+        {"metric": "LLM failures (fell back to extractive)", "value": run.llm_failures},
+        {"metric": "failed (batch errors)", "value": run.failed},
+        {"metric": "retrieval questions/s", "value": round(run.retrieval_qps, 2)},
+    ]
+    if run.labelled:
+        rows += [{"metric": "labelled questions", "value": run.labelled},
+                 {"metric": "hit@1", "value": round(run.hit_at_1 or 0.0, 4)},
+                 {"metric": "hit@5", "value": round(run.hit_at_5 or 0.0, 4)},
+                 {"metric": "MRR@10", "value": round(run.mrr_at_10 or 0.0, 4)}]
+    rows += [{"metric": f"invalid: line {r.line}", "value": r.reason} for r in invalid[:20]]
+    create_table_artifact(
+        key=f"batch-qa-{run.kb}".lower().replace("_", "-").replace(".", "-"), table=rows,
+        description=f"kbflow batch QA run {run.run_id} on kb {run.kb!r} ({run.mode}): results in {run.out_path}; "
+                    f"SQL: SELECT * FROM qa_results WHERE run_id = '{run.run_id}'")
+
+
+@flow(name="batch_qa", log_prints=False, task_runner=ThreadPoolTaskRunner(max_workers=2))
+def batch_qa(questions: str, kb: str, home: str | None = None, out: str | None = None, mode: str = "hybrid",
+             sources: list[str] | None = None, section: str | None = None) -> QASummary:
+    """Answer every question of `questions` (JSONL/CSV/Parquet) from knowledge base `kb`."""
+    logger = get_run_logger()
+    check_kb_name(kb)
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {sorted(MODES)}, not {mode!r}")
+    settings = load_settings(home)
+    run_id = uuid.uuid4().hex[:12]
+    out_path = out_path_for(settings, run_id, out)
+    qset = read_questions_task(questions)
+    for bad in qset.invalid:
+        logger.warning("%s line %d: %s (skipped)", questions, bad.line, bad.reason)
+
+    retriever = Retriever(settings, kb)
+    answerer = Answerer(settings)
+    embedding_model = retriever.embedder.model_id if "vector" in MODES[mode] else ""  # loaded before the map
+    run = QARun(run_id=run_id, kb=kb, flow_run_id=_flow_run_id(), questions_path=str(Path(questions).resolve()),
+                out_path=str(out_path), mode=mode, started_at=datetime.now(timezone.utc), finished_at=None,
+                status="running", questions=len(qset.questions), invalid_rows=len(qset.invalid),
+                invalid_reasons=[f"line {r.line}: {r.reason}" for r in qset.invalid[:100]], failed=0, answered=0,
+                insufficient=0, llm_answers=0, extractive_answers=0, llm_failures=0, widened=0, labelled=0,
+                hit_at_1=None, hit_at_5=None, mrr_at_10=None, retrieval_qps=0.0, embedding_model=embedding_model,
+                rerank_model=settings.rerank_model, llm_model=settings.llm_model if answerer.uses_llm else "",
+                settings_json=_settings_json(settings))
+    db.save_qa_run(settings.db_path, run)
+    if not retriever.size:
+        logger.warning("knowledge base %r is empty or missing under %s: every answer will be 'insufficient'",
+                       kb, settings.home)
+
+    size = max(1, settings.qa_batch_size)
+    batches = [qset.questions[i:i + size] for i in range(0, len(qset.questions), size)]
+    parts_dir = settings.home / "qa" / "runs" / run_id
+    futures = qa_batch_task.map(list(range(len(batches))), batches, unmapped(retriever), unmapped(answerer),
+                                unmapped(settings), unmapped(run_id), unmapped(mode), unmapped(sources),
+                                unmapped(section), unmapped(cosine_floor(settings, embedding_model)),
+                                unmapped(parts_dir))
+    parts: list[BatchParts] = []
+    stats = BatchStats()
+    for index, future in enumerate(futures):
+        try:
+            part = future.result()
+        except Exception as exc:  # one batch's failure must not lose the others
+            logger.error("batch %d (%d questions) failed: %s: %s", index, len(batches[index]), type(exc).__name__, exc)
+            run.failed += len(batches[index])
+            continue
+        parts.append(part)
+        stats.add(part.stats)
+
+    run.answered, run.insufficient = stats.answered, stats.insufficient
+    run.llm_answers, run.extractive_answers, run.llm_failures = stats.llm, stats.extractive, stats.llm_failures
+    run.widened, run.labelled = stats.widened, stats.labelled
+    if stats.labelled:
+        run.hit_at_1 = stats.hit1 / stats.labelled
+        run.hit_at_5 = stats.hit5 / stats.labelled
+        run.mrr_at_10 = stats.reciprocal_rank / stats.labelled
+    run.retrieval_qps = stats.questions / stats.retrieval_s if stats.retrieval_s > 0 else 0.0
+    run.status = "completed" if not run.failed else ("failed" if not parts else "completed_with_failures")
+    run.finished_at = datetime.now(timezone.utc)
+    write_results_task(parts, out_path)
+    land_qa_task(settings, run, parts)
+    shutil.rmtree(parts_dir, ignore_errors=True)  # landed in DuckDB and in the results file
+    _artifact(run, qset.invalid)
+    logger.info("batch QA run %s: %d questions, %d answered, %d insufficient, %d invalid rows; results in %s",
+                run_id, run.questions, run.answered, run.insufficient, run.invalid_rows, out_path)
+    return QASummary(run, str(out_path), qset.invalid)
