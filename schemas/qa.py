@@ -19,6 +19,7 @@ class Question:
     qid: str
     question: str
     answers: list[str] = field(default_factory=list)  # any one counts; `answers_all_of` groups are flattened
+    answer_groups: list[list[str]] = field(default_factory=list)  # `answers_all_of`: each group needs one match
     gold_chunk_ids: list[str] = field(default_factory=list)
     gold_sources: list[str] = field(default_factory=list)
     gold_pids: list[str] = field(default_factory=list)  # a passage id = a source's file stem (one doc per passage)
@@ -128,7 +129,40 @@ class QARun:
     settings_json: str  # the retrieval/answer settings of this run (no secrets)
 
 
+@dataclass
+class QAMetric:
+    """One evaluated configuration of one `kbflow eval` (`qa_metrics`): retrieval metrics against
+    gold evidence, answer metrics against expected answers. A metric is None when the question set
+    has nothing to measure it on (no gold labels, no answers, no `answers_all_of` groups)."""
+
+    eval_id: str  # one `kbflow eval` invocation; an --ablate run has one row per configuration
+    config: str  # vector-only / bm25-only / hybrid / hybrid+rerank / hybrid+rescues
+    run_id: str  # the batch-QA run (qa_runs, qa_results, qa_traces) this configuration produced; "" if skipped
+    kb: str
+    questions_path: str
+    created_at: datetime
+    status: str  # completed / skipped
+    note: str  # why a configuration was skipped, e.g. no reranker model configured
+    questions: int
+    labelled: int  # questions with gold evidence
+    with_answers: int  # questions with expected answers
+    hit_at_1: float | None
+    hit_at_3: float | None
+    hit_at_5: float | None
+    hit_at_10: float | None
+    mrr_at_10: float | None
+    recall_at_5: float | None  # share of a question's gold chunks in the top 5, averaged
+    recall_at_10: float | None
+    ndcg_at_10: float | None  # binary relevance
+    exact_match: float | None
+    answer_f1: float | None  # character-level for Chinese, token-level for English; best over answers
+    contains_answer: float | None  # the answer contains any expected answer
+    answers_all_of: float | None  # RGB: every group of alternatives matched
+    retrieval_qps: float
+
+
 QUESTION_SCHEMA = arrow_schema(Question)
 QA_RESULT_SCHEMA = arrow_schema(QAResult)
 QA_TRACE_SCHEMA = arrow_schema(QATrace)
 QA_RUN_SCHEMA = arrow_schema(QARun)
+QA_METRIC_SCHEMA = arrow_schema(QAMetric)

@@ -7,6 +7,12 @@ questions with one query-embedding call, one Chroma query per channel, one BM25 
 one DuckDB read and one cross-encoder call. DuckDB is the record: chunk text, section path and
 BM25 terms of the candidates come from its `chunks` table, never from Chroma's documents.
 
+Fusion: weighted RRF (k = 60) whose per-question weights follow how sharply each channel singles
+out its first hit (the seed's DYNAMIC_RRF_ENABLED, formula ours: an e5 channel whose cosines are
+all alike says little); the image/table channel recalls figures beyond the vector channel's depth
+and ranks them where their cosine falls among the vector hits (ranked on their own, the first
+figure would outrank the best text for every question).
+
 Scores live on named scales (seed 002: they do not compare): the fused score is RRF normalized to
 [0, 1] (1 = ranked first by every text channel and query), a reranked list carries cross-encoder
 probabilities. Adaptive top-k reads the list's own scale, so it works after a rerank too (seed
@@ -18,6 +24,7 @@ appended after the kept chunks and survives the cut.
 """
 from __future__ import annotations
 
+import bisect
 import re
 import time
 from collections.abc import Sequence
@@ -75,12 +82,14 @@ class Candidate:
 
 @dataclass
 class ChannelHits:
-    """One channel's ranking for one query variant, best first: (chunk_id, raw score)."""
+    """One channel's ranking for one query variant, best first: (chunk_id, raw score). `ranks`
+    overrides the positions (the image channel's figures are ranked on the vector channel's scale)."""
 
     channel: str
     weight: float
     hits: list[tuple[str, float]]
     variant: int = 0
+    ranks: list[int] | None = None
 
 
 @dataclass
@@ -130,14 +139,14 @@ def in_section(section_path: str, prefix: str) -> bool:
 def rrf_fuse(channels: Sequence[ChannelHits], k: int = 60) -> list[tuple[str, float]]:
     """Weighted reciprocal-rank fusion (seed 002 `_rrf_ranked`): Σ weight / (k + rank) over every
     channel and query variant, divided by the best attainable sum over the text channels, so 1.0 =
-    first everywhere. The image channel adds to a figure's score but not to the normalizer (it
-    exists so figures are not crowded out, seed 000 §9.1); scores are capped at 1. Best first, ties
-    in first-seen order."""
+    first everywhere. The image channel is not in the normalizer; scores are capped at 1. Best
+    first, ties in first-seen order."""
     fused: dict[str, float] = {}
     text = [c for c in channels if c.channel != FIGURE] or list(channels)
     best = sum(c.weight / (k + 1) for c in text)
     for ch in channels:
-        for rank, (chunk_id, _) in enumerate(ch.hits, 1):
+        for i, (chunk_id, _) in enumerate(ch.hits):
+            rank = ch.ranks[i] if ch.ranks is not None else i + 1
             fused[chunk_id] = fused.get(chunk_id, 0.0) + ch.weight / (k + rank)
     if best <= 0:
         return []
@@ -156,12 +165,28 @@ def sharpness(scores: Sequence[float], depth: int = 10) -> float:
     return float(min(1.0, max(0.0, (scores[0] - scores[1]) / spread))) if spread > 0 else 0.0
 
 
+def figures_on_vector_scale(vector: ChannelHits, figures: ChannelHits) -> ChannelHits:
+    """The image/table channel (seed 000 §9.1) exists so figures are not crowded out of the
+    candidates by text: it recalls figures beyond the vector channel's depth. Ranked on their own
+    (first figure = rank 1) they would get a first-ranked text hit's credit for every question, so
+    each figure the vector channel did not already return is ranked where its cosine falls among the
+    vector channel's hits; those it did return are not counted twice."""
+    seen = {cid for cid, _ in vector.hits}
+    cosines = sorted((-score for _, score in vector.hits))  # ascending negated = descending cosines
+    hits, ranks = [], []
+    for cid, score in figures.hits:
+        if cid not in seen:
+            hits.append((cid, score))
+            ranks.append(1 + bisect.bisect_left(cosines, -score))
+    return replace(figures, hits=hits, ranks=ranks)
+
+
 def dynamic_weights(channels: Sequence[ChannelHits], gain: float, depth: int = 10) -> list[ChannelHits]:
     """Dynamic RRF weights (seed 000 §5.2 [12] DYNAMIC_RRF_ENABLED; the seed gives no formula, this
     one is ours): each ranking's weight × (1 + gain × sharpness), so a channel that singles out
     one chunk counts for more than one that cannot tell its candidates apart."""
     return [replace(ch, weight=ch.weight * (1 + gain * sharpness([s for _, s in ch.hits], depth)))
-            for ch in channels]
+            if ch.channel != FIGURE else ch for ch in channels]
 
 
 def filter_candidates(cands: Sequence[Candidate], *, inactive: set[str] | frozenset[str] = frozenset(),
@@ -228,8 +253,8 @@ def mmr(cands: Sequence[Candidate], k: int, lam: float) -> list[Candidate]:
     if len(cands) <= k:
         return list(cands)
     sim = jaccard_matrix([c.chunk.tokens if c.chunk else [] for c in cands])
-    keep = mmr_order([c.score for c in cands], sim, k, lam)
-    keep = keep if __import__("os").environ.get("MMR_REORDER") else sorted(keep)
+    # selection only: on rgb_zh_refine_dev (bench/retrieval.py) MMR's own order cost 2.4 points of hit@5
+    keep = sorted(mmr_order([c.score for c in cands], sim, k, lam))
     return [cands[i] for i in keep]
 
 
@@ -451,6 +476,9 @@ class Retriever:
             for channel, k, where, weight in runs:
                 for (qi, vi, _), hits in zip(flat, self._vector(vecs, k, where, channel, weight)):
                     hits.variant = vi
+                    if channel == FIGURE:
+                        (vector,) = [ch for ch in per_query[qi] if ch.channel == VECTOR and ch.variant == vi]
+                        hits = figures_on_vector_scale(vector, hits)
                     per_query[qi].append(hits)
         if BM25 in channels:
             # BM25 cannot filter while it ranks: with a source/section filter it looks deeper

@@ -17,7 +17,7 @@ import pyarrow as pa
 from schemas.chunk import CHUNK_SCHEMA
 from schemas.ingest import (DOCUMENT_SCHEMA, INGEST_FAILURE_SCHEMA, INGEST_RUN_SCHEMA, MANIFEST_SCHEMA, Document,
                             IngestFailure, IngestRun, ManifestEntry)
-from schemas.qa import QA_RESULT_SCHEMA, QA_RUN_SCHEMA, QA_TRACE_SCHEMA, QARun
+from schemas.qa import QA_METRIC_SCHEMA, QA_RESULT_SCHEMA, QA_RUN_SCHEMA, QA_TRACE_SCHEMA, QAMetric, QARun
 
 TABLES: dict[str, pa.Schema] = {
     "documents": DOCUMENT_SCHEMA,
@@ -28,6 +28,7 @@ TABLES: dict[str, pa.Schema] = {
     "qa_runs": QA_RUN_SCHEMA,
     "qa_results": QA_RESULT_SCHEMA,
     "qa_traces": QA_TRACE_SCHEMA,
+    "qa_metrics": QA_METRIC_SCHEMA,
 }
 VIEW_FILES = ("views.sql", "quality.sql", "qa.sql")  # executed in this order
 
@@ -75,12 +76,32 @@ def connect(db_path: Path, *, read_only: bool = False) -> Iterator[duckdb.DuckDB
         con.close()
 
 
+@contextlib.contextmanager
+def transaction(db_path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A writer connection inside one transaction: committed when the block ends, rolled back when
+    it raises (a kill -9 leaves DuckDB's WAL to roll back: all of it, or none)."""
+    with connect(db_path) as con:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            yield con
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("COMMIT")
+
+
 def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
     con.register("_rows", rows)
     try:
         con.execute(f'INSERT INTO "{table}" BY NAME SELECT * FROM _rows')
     finally:
         con.unregister("_rows")
+
+
+def _replace_run_row(con: duckdb.DuckDBPyConnection, table: str, run: Any, schema: pa.Schema) -> None:
+    """Insert a run's row (a dataclass with `run_id`), replacing the row of the same run_id."""
+    con.execute(f'DELETE FROM "{table}" WHERE run_id = ?', [run.run_id])
+    _insert(con, table, pa.Table.from_pylist([asdict(run)], schema=schema))
 
 
 def _upsert_manifest(con: duckdb.DuckDBPyConnection, entries: list[ManifestEntry]) -> None:
@@ -97,48 +118,33 @@ def replace_document(db_path: Path, document: Document, chunks_parquet: Path,
     file replaces its old version, a renamed file its old name. The manifest row, when given, is
     written in the same transaction: either the new version and its manifest row, or neither.
     """
-    with connect(db_path) as con:
-        con.execute("BEGIN TRANSACTION")
-        try:
-            old = [r[0] for r in con.execute(
-                "SELECT doc_md5 FROM documents WHERE kb = ? AND (doc_md5 = ? OR source = ?)",
-                [document.kb, document.doc_md5, document.source]).fetchall()]
-            for table in ("chunks", "documents"):
-                con.execute(f"DELETE FROM {table} WHERE kb = ? AND (doc_md5 = ? OR source = ?)",
-                            [document.kb, document.doc_md5, document.source])
-            con.execute("INSERT INTO chunks BY NAME SELECT * FROM read_parquet(?)", [str(chunks_parquet)])
-            _insert(con, "documents", pa.Table.from_pylist([asdict(document)], schema=DOCUMENT_SCHEMA))
-            if manifest is not None:
-                _upsert_manifest(con, [manifest])
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
+    with transaction(db_path) as con:
+        old = [r[0] for r in con.execute(
+            "SELECT doc_md5 FROM documents WHERE kb = ? AND (doc_md5 = ? OR source = ?)",
+            [document.kb, document.doc_md5, document.source]).fetchall()]
+        for table in ("chunks", "documents"):
+            con.execute(f"DELETE FROM {table} WHERE kb = ? AND (doc_md5 = ? OR source = ?)",
+                        [document.kb, document.doc_md5, document.source])
+        con.execute("INSERT INTO chunks BY NAME SELECT * FROM read_parquet(?)", [str(chunks_parquet)])
+        _insert(con, "documents", pa.Table.from_pylist([asdict(document)], schema=DOCUMENT_SCHEMA))
+        if manifest is not None:
+            _upsert_manifest(con, [manifest])
     return [md5 for md5 in old if md5 != document.doc_md5]
 
 
 def delete_document(db_path: Path, kb: str, source: str) -> list[str]:
     """Remove a document's rows (and its manifest rows) in one transaction; return the MD5s removed."""
-    with connect(db_path) as con:
-        con.execute("BEGIN TRANSACTION")
-        try:
-            md5s = [r[0] for r in con.execute("SELECT doc_md5 FROM documents WHERE kb = ? AND source = ?",
-                                              [kb, source]).fetchall()]
-            for table in ("chunks", "documents", "manifest"):
-                con.execute(f"DELETE FROM {table} WHERE kb = ? AND source = ?", [kb, source])
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
+    with transaction(db_path) as con:
+        md5s = [r[0] for r in con.execute("SELECT doc_md5 FROM documents WHERE kb = ? AND source = ?",
+                                          [kb, source]).fetchall()]
+        for table in ("chunks", "documents", "manifest"):
+            con.execute(f"DELETE FROM {table} WHERE kb = ? AND source = ?", [kb, source])
     return md5s
 
 
 def save_run(db_path: Path, run: IngestRun) -> None:
-    with connect(db_path) as con:
-        con.execute("BEGIN TRANSACTION")
-        con.execute("DELETE FROM ingest_runs WHERE run_id = ?", [run.run_id])
-        _insert(con, "ingest_runs", pa.Table.from_pylist([asdict(run)], schema=INGEST_RUN_SCHEMA))
-        con.execute("COMMIT")
+    with transaction(db_path) as con:
+        _replace_run_row(con, "ingest_runs", run, INGEST_RUN_SCHEMA)
 
 
 def mark_interrupted(db_path: Path) -> int:
@@ -163,34 +169,24 @@ def upsert_manifest(db_path: Path, entries: list[ManifestEntry]) -> None:
     """Write manifest rows (replacing each (kb, path)'s row) in one transaction."""
     if not entries:
         return
-    with connect(db_path) as con:
-        con.execute("BEGIN TRANSACTION")
-        try:
-            _upsert_manifest(con, entries)
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
+    with transaction(db_path) as con:
+        _upsert_manifest(con, entries)
 
 
 def delete_manifest(db_path: Path, kb: str, paths: list[str]) -> None:
     if not paths:
         return
-    with connect(db_path) as con:
-        con.execute("BEGIN TRANSACTION")
+    with transaction(db_path) as con:
         con.executemany("DELETE FROM manifest WHERE kb = ? AND path = ?", [[kb, p] for p in paths])
-        con.execute("COMMIT")
 
 
 def mark_indexed(db_path: Path, kb: str, sources: list[str], run_id: str) -> None:
     """Landed manifest rows of these sources are now in Chroma too."""
     if not sources:
         return
-    with connect(db_path) as con:
-        con.execute("BEGIN TRANSACTION")
+    with transaction(db_path) as con:
         con.executemany("UPDATE manifest SET status = 'indexed', last_run_id = ?, updated_at = now() "
                         "WHERE kb = ? AND source = ? AND status = 'landed'", [[run_id, kb, s] for s in sources])
-        con.execute("COMMIT")
 
 
 def load_manifest(db_path: Path, kb: str) -> list[ManifestEntry]:
@@ -232,31 +228,26 @@ def query(db_path: Path, sql: str, params: list[Any] | None = None) -> tuple[lis
 
 def save_qa_run(db_path: Path, run: QARun) -> None:
     """Insert or replace a batch-QA run's row."""
-    with connect(db_path) as con:
-        con.execute("BEGIN TRANSACTION")
-        try:
-            con.execute("DELETE FROM qa_runs WHERE run_id = ?", [run.run_id])
-            _insert(con, "qa_runs", pa.Table.from_pylist([asdict(run)], schema=QA_RUN_SCHEMA))
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
+    with transaction(db_path) as con:
+        _replace_run_row(con, "qa_runs", run, QA_RUN_SCHEMA)
 
 
 def land_qa(db_path: Path, run: QARun, results: list[Path], traces: list[Path]) -> None:
     """Land a batch-QA run in one transaction: its results and traces (Parquet parts written per
     batch) replace any rows of the same run_id, and the run row is replaced. Re-landing converges."""
-    with connect(db_path) as con:
-        con.execute("BEGIN TRANSACTION")
-        try:
-            for table, parts in (("qa_results", results), ("qa_traces", traces)):
-                con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run.run_id])
-                if parts:
-                    con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM read_parquet(?)",
-                                [[str(p) for p in parts]])
-            con.execute("DELETE FROM qa_runs WHERE run_id = ?", [run.run_id])
-            _insert(con, "qa_runs", pa.Table.from_pylist([asdict(run)], schema=QA_RUN_SCHEMA))
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
+    with transaction(db_path) as con:
+        for table, parts in (("qa_results", results), ("qa_traces", traces)):
+            con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run.run_id])
+            if parts:
+                con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM read_parquet(?)", [[str(p) for p in parts]])
+        _replace_run_row(con, "qa_runs", run, QA_RUN_SCHEMA)
+
+
+def save_metrics(db_path: Path, metrics: list[QAMetric]) -> None:
+    """Land an evaluation's rows, replacing rows of the same (eval_id, config): re-landing converges."""
+    if not metrics:
+        return
+    with transaction(db_path) as con:
+        con.executemany("DELETE FROM qa_metrics WHERE eval_id = ? AND config = ?",
+                        [[m.eval_id, m.config] for m in metrics])
+        _insert(con, "qa_metrics", pa.Table.from_pylist([asdict(m) for m in metrics], schema=QA_METRIC_SCHEMA))

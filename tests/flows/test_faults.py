@@ -94,12 +94,13 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "PYTHONUNBUFFERED": "1"}
 
 
-def _spawn(home: Path, corpus: Path, log: Path, *extra: str) -> subprocess.Popen:
+def _spawn(home: Path, corpus: Path, log: Path, *extra: str, module: str = "flows.cli",
+           env: dict[str, str] | None = None) -> subprocess.Popen:
     """`kbflow ingest` in its own process group (MinerU starts helper processes: kill them all)."""
     with log.open("ab") as out:
-        return subprocess.Popen([sys.executable, "-m", "flows.cli", "--home", str(home), "ingest", str(corpus),
-                                 "--kb", KB, *extra], cwd=REPO, env=_env(), stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        return subprocess.Popen([sys.executable, "-m", module, "--home", str(home), "ingest", str(corpus),
+                                 "--kb", KB, *extra], cwd=REPO, env={**_env(), **(env or {})}, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def _kill_when(proc: subprocess.Popen, ready, log: Path, what: str, timeout: float = 400) -> None:
@@ -129,10 +130,12 @@ def test_kill_9_mid_run_then_rerun_converges(reference, corpus, tmp_path):
     assert db.query(home / "kbflow.duckdb", "SELECT status FROM ingest_runs")[1] == [("running",)]
     assert (home / "locks" / "write.holder.json").exists()  # the dead run's note stays; its lock does not
 
-    # 2. killed again while indexing (the lock of the killed run does not block this one)
-    proc = _spawn(home, corpus, log)
-    chroma_db = home / "chroma" / "chroma.sqlite3"
-    _kill_when(proc, lambda: chroma_db.exists() and time.sleep(0.5) is None, log, "the index stage started")
+    # 2. killed again while indexing, after its first Chroma upsert (the killed run's lock does not block it)
+    paused = tmp_path / "paused"
+    proc = _spawn(home, corpus, log, module="tests.flows.ingest_paused_in_index",
+                  env={"KBFLOW_TEST_PAUSED": str(paused)})
+    _kill_when(proc, paused.exists, log, "the index stage wrote to Chroma")
+    assert len(vector_index.all_ids(vector_index.collection(load_settings(home), KB))) < len(reference["chroma"])
 
     # 3. run to completion: the same state as the uninterrupted run
     proc = _spawn(home, corpus, log)

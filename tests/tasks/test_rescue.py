@@ -32,7 +32,6 @@ def test_bigrams_ignore_markdown_punctuation_and_space():
 
 
 def test_bm25_divergence_cases_a_and_b_on_the_rerank_scale():
-    kept = [cand("k1", 0.9, rerank=0.9)]
     cut = [cand("c1", 0.003, rerank=0.003)]  # case A: reranked far below min_score
     bm25_top = [cand("k1", 0.0), cand("c1", 0.02), cand("lost", 0.02), cand("rank4", 0.02)]  # case B: "lost"
     saved = rescue_bm25_divergence({"k1"}, bm25_top, cut, scale=RERANK, settings=S)

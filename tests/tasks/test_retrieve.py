@@ -13,8 +13,9 @@ from schemas.qa import RERANK, RRF, Question
 from schemas.settings import Settings, load_settings
 from tasks.questions import read_questions
 from tasks.retrieve import (BM25, FIGURE, STAGES, VECTOR, Candidate, ChannelHits, Reranker, Retriever,
-                            adaptive_top_k, chapter_markers, dynamic_weights, filter_candidates, is_enum_query,
-                            jaccard_matrix, mmr, mmr_order, rrf_fuse, sharpness, trace_records)
+                            adaptive_top_k, chapter_markers, dynamic_weights, figures_on_vector_scale,
+                            filter_candidates, is_enum_query, jaccard_matrix, mmr, mmr_order, rrf_fuse, sharpness,
+                            trace_records)
 
 S = Settings()
 
@@ -41,6 +42,14 @@ def test_rrf_is_normalized_to_first_everywhere():
     assert dict(rrf_fuse([vec, bm, fig]))["a"] == 1.0
     # weights are configurable: a heavier BM25 puts its first hit first
     assert rrf_fuse([vec, replace(bm, weight=2.0)])[0][0] == "b"
+
+
+def test_figures_are_ranked_on_the_vector_scale():
+    vector = ChannelHits(VECTOR, 0.5, [("a", 0.9), ("b", 0.8), ("c", 0.7)])
+    figures = figures_on_vector_scale(vector, ChannelHits(FIGURE, 0.5, [("t1", 0.85), ("b", 0.8), ("t2", 0.5)]))
+    assert figures.hits == [("t1", 0.85), ("t2", 0.5)] and figures.ranks == [2, 4]  # b is not counted twice
+    fused = dict(rrf_fuse([vector, figures], k=60))
+    assert fused["t1"] == pytest.approx((0.5 / 62) / (0.5 / 61)) and fused["t2"] < fused["c"] < fused["t1"]
 
 
 def test_dynamic_weights_follow_each_ranking_sharpness():
