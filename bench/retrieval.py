@@ -107,12 +107,15 @@ def questions_of(name: str):
 
 
 def metrics(questions, retrievals, contexts=None) -> dict[str, float]:
+    from tasks.evaluate import first_gold_rank, hit_at, reciprocal_rank_at
+
     hit1 = hit5 = rr = in_ctx = 0.0
     for i, (q, r) in enumerate(zip(questions, retrievals)):
-        rank = next((k for k, c in enumerate(r.ranked, 1) if q.is_gold(c.chunk_id, c.source)), None)
-        hit1 += rank == 1
-        hit5 += rank is not None and rank <= 5
-        rr += 1.0 / rank if rank is not None and rank <= 10 else 0.0
+        gold = {c.chunk_id for c in r.ranked if q.is_gold(c.chunk_id, c.source)}
+        rank = first_gold_rank([c.chunk_id for c in r.ranked], gold)
+        hit1 += hit_at(rank, 1)
+        hit5 += hit_at(rank, 5)
+        rr += reciprocal_rank_at(rank, 10)
         if contexts is not None:
             in_ctx += any(q.is_gold(c.chunk_id, c.source) for c in contexts[i].chunks)
     n = len(questions)

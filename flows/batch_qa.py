@@ -5,6 +5,8 @@ grade (widen once, CRAG-lite) → answer → Parquet parts → land in DuckDB (`
 The retriever (embedder, Chroma collection, BM25 index, reranker) is loaded once per run; the
 flow maps over batches of questions, never single questions or chunks. Tasks pass paths and counts.
 An invalid row is reported and skipped; a failed batch is logged and counted, the others land.
+`run_batch_qa` is one run inside a flow run: the `evaluate` flow calls it once per configuration
+(with stages switched off) on one loaded retriever.
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ from schemas.settings import Settings, check_kb_name, load_settings
 from tasks.answer import (Answerer, confidence, confidence_instruction, cosine_floor, grade_evidence,
                           result_record)
 from tasks.context import Context, contexts_for, expand_batch
+from tasks.evaluate import hit_at, reciprocal_rank_at
 from tasks.questions import QuestionSet, read_questions
 from tasks.retrieve import MODES, Retrieval, Retriever, trace_records
 from warehouse import db
@@ -50,14 +53,25 @@ class BatchStats:
     llm_failures: int = 0
     widened: int = 0
     labelled: int = 0
-    hit1: int = 0
-    hit5: int = 0
-    reciprocal_rank: float = 0.0  # sum of 1/rank within 10
+    hit1: float = 0.0  # sums over the labelled questions
+    hit5: float = 0.0
+    reciprocal_rank: float = 0.0  # within 10
     retrieval_s: float = 0.0  # wall time of retrieval (both passes), contexts and answers excluded
 
     def add(self, other: BatchStats) -> None:
         for f in dataclasses.fields(self):
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+
+@dataclass
+class RetrievalOptions:
+    """How a run retrieves: the recall channels, the filters, and the stages an ablation switches off."""
+
+    mode: str = "hybrid"  # tasks.retrieve.MODES
+    sources: list[str] | None = None
+    section: str | None = None
+    rescues: bool = True
+    rerank: bool = True  # the cross-encoder stage, when a reranker model is configured
 
 
 @dataclass
@@ -80,13 +94,18 @@ class QASummary:
 
 
 def answer_batch(questions: list[Question], retriever: Retriever, answerer: Answerer, settings: Settings, *,
-                 run_id: str, mode: str = "hybrid", sources: list[str] | None = None, section: str | None = None,
-                 floor: float | None = None) -> tuple[list[QAResult], list[QATrace], BatchStats]:
+                 run_id: str, options: RetrievalOptions, floor: float | None = None,
+                 ) -> tuple[list[QAResult], list[QATrace], BatchStats]:
     """Retrieve → expand → budget → grade → (widen the weak ones once) → answer, for one batch."""
-    s = settings
+    s, o = settings, options
     n = len(questions)
+
+    def retrieve(texts: list[str], widen: bool = False) -> list[Retrieval]:
+        return retriever.retrieve_batch(texts, o.mode, sources=o.sources, section=o.section, widen=widen,
+                                        rescues=o.rescues, use_reranker=o.rerank)
+
     started = time.perf_counter()
-    retrievals = retriever.retrieve_batch([q.question for q in questions], mode, sources=sources, section=section)
+    retrievals = retrieve([q.question for q in questions])
     retrieval_s = time.perf_counter() - started
 
     def contexts(rs: list[Retrieval]) -> tuple[list[list], list[Context], float]:
@@ -101,8 +120,7 @@ def answer_batch(questions: list[Question], retriever: Retriever, answerer: Answ
     weak = [i for i, (ok, _) in enumerate(grades) if not ok] if s.crag_enabled else []
     if weak:  # CRAG-lite: widen once, with the same filters (seed 002)
         t0 = time.perf_counter()
-        wider = retriever.retrieve_batch([questions[i].question for i in weak], mode, sources=sources,
-                                         section=section, widen=True)
+        wider = retrieve([questions[i].question for i in weak], widen=True)
         retrieval_s += time.perf_counter() - t0
         extra2, ctx2, ms2 = contexts(wider)
         for j, i in enumerate(weak):
@@ -145,10 +163,9 @@ def answer_batch(questions: list[Question], retriever: Retriever, answerer: Answ
         stats.widened += r.widened
         if q.labelled:
             stats.labelled += 1
-            rank = rec.gold_rank
-            stats.hit1 += rank == 1
-            stats.hit5 += rank is not None and rank <= 5
-            stats.reciprocal_rank += 1.0 / rank if rank is not None and rank <= 10 else 0.0
+            stats.hit1 += hit_at(rec.gold_rank, 1)
+            stats.hit5 += hit_at(rec.gold_rank, 5)
+            stats.reciprocal_rank += reciprocal_rank_at(rec.gold_rank, 10)
     return results, traces, stats
 
 
@@ -158,7 +175,11 @@ def answer_batch(questions: list[Question], retriever: Retriever, answerer: Answ
 
 @task(name="read-questions", cache_policy=NO_CACHE)
 def read_questions_task(path: str) -> QuestionSet:
-    return read_questions(path)
+    qset = read_questions(path)
+    logger = get_run_logger()
+    for bad in qset.invalid:
+        logger.warning("%s line %d: %s (skipped)", path, bad.line, bad.reason)
+    return qset
 
 
 def _write_parquet(table: pa.Table, path: Path) -> Path:
@@ -174,10 +195,10 @@ def _write_parquet(table: pa.Table, path: Path) -> Path:
 
 @task(name="qa-batch", cache_policy=NO_CACHE)
 def qa_batch_task(index: int, questions: list[Question], retriever: Retriever, answerer: Answerer,
-                  settings: Settings, run_id: str, mode: str, sources: list[str] | None, section: str | None,
-                  floor: float | None, parts_dir: Path) -> BatchParts:
-    results, traces, stats = answer_batch(questions, retriever, answerer, settings, run_id=run_id, mode=mode,
-                                          sources=sources, section=section, floor=floor)
+                  settings: Settings, run_id: str, options: RetrievalOptions, floor: float | None,
+                  parts_dir: Path) -> BatchParts:
+    results, traces, stats = answer_batch(questions, retriever, answerer, settings, run_id=run_id, options=options,
+                                          floor=floor)
     return BatchParts(index, _write_parquet(to_table(results, QAResult), parts_dir / f"results-{index:05d}.parquet"),
                       _write_parquet(to_table(traces, QATrace), parts_dir / f"traces-{index:05d}.parquet"), stats)
 
@@ -255,44 +276,49 @@ def _artifact(run: QARun, invalid: list[InvalidRow]) -> None:
                     f"SQL: SELECT * FROM qa_results WHERE run_id = '{run.run_id}'")
 
 
-@flow(name="batch_qa", log_prints=False, task_runner=ThreadPoolTaskRunner(max_workers=2))
-def batch_qa(questions: str, kb: str, home: str | None = None, out: str | None = None, mode: str = "hybrid",
-             sources: list[str] | None = None, section: str | None = None) -> QASummary:
-    """Answer every question of `questions` (JSONL/CSV/Parquet) from knowledge base `kb`."""
-    logger = get_run_logger()
-    check_kb_name(kb)
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {sorted(MODES)}, not {mode!r}")
-    settings = load_settings(home)
-    run_id = uuid.uuid4().hex[:12]
-    out_path = out_path_for(settings, run_id, out)
-    qset = read_questions_task(questions)
-    for bad in qset.invalid:
-        logger.warning("%s line %d: %s (skipped)", questions, bad.line, bad.reason)
-
+def load_retriever(settings: Settings, kb: str) -> Retriever:
     retriever = Retriever(settings, kb)
-    answerer = Answerer(settings)
-    embedding_model = retriever.embedder.model_id if "vector" in MODES[mode] else ""  # loaded before the map
-    run = QARun(run_id=run_id, kb=kb, flow_run_id=_flow_run_id(), questions_path=str(Path(questions).resolve()),
-                out_path=str(out_path), mode=mode, started_at=datetime.now(timezone.utc), finished_at=None,
-                status="running", questions=len(qset.questions), invalid_rows=len(qset.invalid),
+    if not retriever.size:
+        get_run_logger().warning("knowledge base %r is empty or missing under %s: every answer will be "
+                                 "'insufficient'", kb, settings.home)
+    return retriever
+
+
+def _settings_used(settings: Settings, options: RetrievalOptions) -> Settings:
+    """The settings as a run used them: stages the options switched off read as off in `qa_runs`."""
+    off: dict[str, Any] = {}
+    if not options.rescues:
+        off.update(bm25_divergence_rescue_enabled=False, lexical_rescue_enabled=False,
+                   section_cluster_rescue_enabled=False)
+    if not options.rerank:
+        off.update(rerank_model="")
+    return dataclasses.replace(settings, **off)
+
+
+def run_batch_qa(qset: QuestionSet, retriever: Retriever, answerer: Answerer, settings: Settings, *, run_id: str,
+                 out_path: Path, options: RetrievalOptions) -> QASummary:
+    """One batch-QA run inside a flow run: map the question batches, land results and traces in
+    DuckDB under `run_id`, write the results file, create the run's artifact."""
+    logger = get_run_logger()
+    used = _settings_used(settings, options)
+    embedding_model = retriever.embedder.model_id if "vector" in MODES[options.mode] else ""  # loaded before the map
+    run = QARun(run_id=run_id, kb=retriever.kb, flow_run_id=_flow_run_id(),
+                questions_path=str(Path(qset.path).resolve()), out_path=str(out_path), mode=options.mode,
+                started_at=datetime.now(timezone.utc), finished_at=None, status="running",
+                questions=len(qset.questions), invalid_rows=len(qset.invalid),
                 invalid_reasons=[f"line {r.line}: {r.reason}" for r in qset.invalid[:100]], failed=0, answered=0,
                 insufficient=0, llm_answers=0, extractive_answers=0, llm_failures=0, widened=0, labelled=0,
                 hit_at_1=None, hit_at_5=None, mrr_at_10=None, retrieval_qps=0.0, embedding_model=embedding_model,
-                rerank_model=settings.rerank_model, llm_model=settings.llm_model if answerer.uses_llm else "",
-                settings_json=_settings_json(settings))
+                rerank_model=used.rerank_model, llm_model=settings.llm_model if answerer.uses_llm else "",
+                settings_json=_settings_json(used))
     db.save_qa_run(settings.db_path, run)
-    if not retriever.size:
-        logger.warning("knowledge base %r is empty or missing under %s: every answer will be 'insufficient'",
-                       kb, settings.home)
 
     size = max(1, settings.qa_batch_size)
     batches = [qset.questions[i:i + size] for i in range(0, len(qset.questions), size)]
     parts_dir = settings.home / "qa" / "runs" / run_id
     futures = qa_batch_task.map(list(range(len(batches))), batches, unmapped(retriever), unmapped(answerer),
-                                unmapped(settings), unmapped(run_id), unmapped(mode), unmapped(sources),
-                                unmapped(section), unmapped(cosine_floor(settings, embedding_model)),
-                                unmapped(parts_dir))
+                                unmapped(settings), unmapped(run_id), unmapped(options),
+                                unmapped(cosine_floor(settings, embedding_model)), unmapped(parts_dir))
     parts: list[BatchParts] = []
     stats = BatchStats()
     for index, future in enumerate(futures):
@@ -322,3 +348,22 @@ def batch_qa(questions: str, kb: str, home: str | None = None, out: str | None =
     logger.info("batch QA run %s: %d questions, %d answered, %d insufficient, %d invalid rows; results in %s",
                 run_id, run.questions, run.answered, run.insufficient, run.invalid_rows, out_path)
     return QASummary(run, str(out_path), qset.invalid)
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+@flow(name="batch_qa", log_prints=False, task_runner=ThreadPoolTaskRunner(max_workers=2))
+def batch_qa(questions: str, kb: str, home: str | None = None, out: str | None = None, mode: str = "hybrid",
+             sources: list[str] | None = None, section: str | None = None) -> QASummary:
+    """Answer every question of `questions` (JSONL/CSV/Parquet) from knowledge base `kb`."""
+    check_kb_name(kb)
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {sorted(MODES)}, not {mode!r}")
+    settings = load_settings(home)
+    run_id = new_run_id()
+    out_path = out_path_for(settings, run_id, out)
+    qset = read_questions_task(questions)
+    return run_batch_qa(qset, load_retriever(settings, kb), Answerer(settings), settings, run_id=run_id,
+                        out_path=out_path, options=RetrievalOptions(mode=mode, sources=sources, section=section))

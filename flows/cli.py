@@ -145,6 +145,24 @@ def cmd_sql(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    """One self-contained HTML file: chunk quality, chunk length/type charts, ingest and QA runs, QA metrics."""
+    import duckdb
+
+    from warehouse.report import load_report, write_report
+
+    settings = load_settings(args.home)
+    try:
+        report = load_report(settings.db_path, kb=args.kb, run=args.run)
+    except duckdb.Error as exc:  # e.g. not a DuckDB file
+        console.print(f"[red]error:[/red] cannot read the warehouse {settings.db_path}: {exc}")
+        return 2
+    out = write_report(report, args.out)
+    print_rows(["section", "rows"], list(report.row_counts().items()), title="kbflow report")
+    console.print(f"report: {out.resolve()}")
+    return 0
+
+
 def cmd_ask(args: argparse.Namespace) -> int:
     """Answer a question set (flow `batch_qa`) and print the run's summary."""
     from flows.batch_qa import batch_qa
@@ -168,6 +186,29 @@ def cmd_ask(args: argparse.Namespace) -> int:
     console.print(f"results: {summary.out_path}; traces: kbflow sql \"SELECT * FROM qa_traces WHERE run_id = "
                   f"'{run.run_id}'\"")
     return 0 if run.status == "completed" and run.questions else 1
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    """Evaluate a labelled question set (flow `evaluate`) and print one row per configuration."""
+    from flows.evaluate import evaluate
+    from tasks.evaluate import SKIPPED, metric_table
+
+    result = evaluate(questions=str(args.questions), kb=args.kb, home=args.home, ablate=args.ablate, out=args.out)
+    columns, rows = metric_table(result.metrics)
+    print_rows(columns, rows, title=f"eval {result.eval_id} on kb {result.kb!r}")
+    ran = [m for m in result.metrics if m.status != SKIPPED]
+    if ran:
+        m = ran[0]
+        console.print(f"{m.questions} questions, {m.labelled} with gold evidence, {m.with_answers} with expected "
+                      "answers; R@10 = share of gold chunks in the top 10; has-ans = the answer contains an "
+                      "expected answer; all-of = every answers_all_of group matched", style="dim")
+    for m in result.metrics:
+        if m.note:
+            console.print(f"[yellow]{m.config}[/yellow] {m.status}: {m.note}")
+    if result.out_path:
+        console.print(f"metrics: {result.out_path}")
+    console.print(f"kbflow sql \"SELECT * FROM qa_metrics WHERE eval_id = '{result.eval_id}'\"")
+    return 0 if ran and all(m.questions for m in ran) else 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -212,12 +253,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--section", help="only this section and the sections under it (a section_path prefix)")
     p.set_defaults(func=cmd_ask)
 
+    p = sub.add_parser("eval", help="retrieval and answer metrics of a labelled question set (qa_metrics)")
+    p.add_argument("questions", type=Path, help="question file with gold evidence and/or expected answers")
+    p.add_argument("--kb", required=True, help="knowledge-base name")
+    p.add_argument("--ablate", action="store_true",
+                   help="also vector-only, BM25-only, hybrid and hybrid+rerank (rescues off), one run each")
+    p.add_argument("--out", help="also write the metrics to this .json or .csv file")
+    p.set_defaults(func=cmd_eval)
+
     p = sub.add_parser("sql", help="read-only SQL over the warehouse")
     p.add_argument("query", help='e.g. "SELECT chunk_type, count(*) FROM chunks GROUP BY 1"')
     p.add_argument("--format", choices=("table", "csv", "json"), default="table")
     p.set_defaults(func=cmd_sql)
 
-    for name in ("ingest", "rm", "check", "stats", "sql", "ask"):  # --home is accepted after the sub-command too
+    p = sub.add_parser("report", help="write a self-contained HTML report (chunk quality, charts, ingest and QA runs)")
+    p.add_argument("--kb", help="only this knowledge base")
+    p.add_argument("--run", help="only this batch-QA run_id or eval_id in the QA sections")
+    p.add_argument("--out", required=True, type=Path, help="the HTML file to write, e.g. report.html")
+    p.set_defaults(func=cmd_report)
+
+    # --home is accepted after the sub-command too
+    for name in ("ingest", "rm", "check", "stats", "sql", "ask", "eval", "report"):
         sub.choices[name].add_argument("--home", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return parser
 

@@ -149,6 +149,11 @@ def validate_citations(answer: str, context: Context) -> tuple[str, list[str], i
     return text, cited, dropped
 
 
+def without_citations(answer: str) -> str:
+    """The answer's words without its `[ref:chunk_id]` marks: what answer metrics compare."""
+    return _REF.sub(" ", answer)
+
+
 def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(text or "") if s and s.strip()]
 

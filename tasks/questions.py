@@ -2,7 +2,8 @@
 
 Columns (any order; unknown ones are ignored):
 - `id` or `qid` (a number is taken as text; a missing id becomes `line-N`); `question` (required);
-- `answer` / `answers` / `answers_all_of` (RGB's groups of alternatives, flattened);
+- `answer` / `answers` (any one counts) / `answers_all_of` (RGB: a list of groups of alternatives,
+  every group must be matched; kept as `answer_groups` and flattened into `answers` too);
 - gold evidence: `gold_chunk_ids`, `gold_sources` (+ `gold_pages`), `gold_pids`.
 List columns take a list, a JSON array or, in CSV, `a|b|c`. A row that cannot be read (broken
 JSON, no question, a duplicate id, a gold field of the wrong type) is skipped and reported as an
@@ -71,6 +72,21 @@ def _text_list(value: Any, name: str, *, csv_cell: bool) -> list[str]:
     return out
 
 
+def _answer_groups(value: Any, *, csv_cell: bool) -> list[list[str]]:
+    """`answers_all_of` as groups of alternatives; a bare string is a group of one (as in RGB's
+    `checkanswer`), so a CSV cell `a|b` means "a and b"."""
+    if isinstance(value, str) and value.strip().startswith("["):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise ValueError(f"answers_all_of is not a JSON array: {value.strip()[:60]!r}") from None
+    if not isinstance(value, (list, tuple)):
+        return [[a] for a in _text_list(value, "answers_all_of", csv_cell=csv_cell)]
+    groups = (_text_list(list(item) if isinstance(item, (list, tuple)) else [item], "answers_all_of", csv_cell=False)
+              for item in value)
+    return [g for g in groups if g]
+
+
 def _pages(value: Any, *, csv_cell: bool) -> list[int]:
     try:
         return [int(p) for p in _text_list(value, "gold_pages", csv_cell=csv_cell)]
@@ -97,9 +113,9 @@ def question_from_row(row: Any, line: int, *, csv_cell: bool = False) -> Questio
     for name in ("answer", "answers", "answers_all_of"):
         answers.extend(a for a in _text_list(row.get(name), name, csv_cell=csv_cell) if a not in answers)
     lists = {name: _text_list(row.get(name), name, csv_cell=csv_cell) for name in _LIST_FIELDS}
-    return Question(qid=qid, question=question, answers=answers, gold_pages=_pages(row.get("gold_pages"),
-                                                                                     csv_cell=csv_cell),
-                    line=line, **lists)
+    return Question(qid=qid, question=question, answers=answers,
+                    answer_groups=_answer_groups(row.get("answers_all_of"), csv_cell=csv_cell),
+                    gold_pages=_pages(row.get("gold_pages"), csv_cell=csv_cell), line=line, **lists)
 
 
 def _rows(path: Path, fmt: str):

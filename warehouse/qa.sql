@@ -82,3 +82,10 @@ SELECT r.run_id, r.qid, r.question, r.answer, r.answer_mode, r.confidence,
 FROM qa_results r
 LEFT JOIN last_seen s USING (run_id, qid)
 WHERE r.gold_in_context = FALSE;
+
+-- `kbflow eval`: the latest row of each configuration per knowledge base and question set
+-- (skipped configurations included, with their note), so a dashboard needs no eval_id.
+CREATE OR REPLACE VIEW qa_metrics_latest AS
+SELECT *
+FROM qa_metrics
+QUALIFY row_number() OVER (PARTITION BY kb, questions_path, config ORDER BY created_at DESC) = 1;

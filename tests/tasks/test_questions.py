@@ -36,6 +36,7 @@ def test_jsonl_valid_rows_and_every_kind_of_bad_row(tmp_path):
     assert a.question == "清川市的用水 总量是多少？" and a.answers == ["86000万立方米"]
     assert a.gold_sources == ["policy.docx"] and a.gold_pages == [2, 3] and a.line == 1
     assert seven.answers == ["南宁", "南宁市", "广西"] and seven.gold_pids == ["rgbzh-81"]
+    assert seven.answer_groups == [["南宁", "南宁市"], ["广西"]] and a.answer_groups == []
     assert auto.gold_chunk_ids == ["doc.md_3"]
     reasons = {bad.line: bad.reason for bad in qset.invalid}
     assert set(reasons) == {4, 5, 6, 7, 8, 9, 11}
@@ -67,6 +68,31 @@ def test_parquet_with_list_columns_and_nulls(tmp_path):
     assert [q.qid for q in qset.questions] == ["x", "z"]
     assert qset.questions[0].gold_chunk_ids == ["s.md_0"] and qset.questions[1].gold_chunk_ids == []
     assert [(b.line, b.reason) for b in qset.invalid] == [(2, "no question")]
+
+
+def test_answers_all_of_groups_in_every_format(tmp_path):
+    """RGB's rule: every group needs one of its alternatives; a bare string is a group of one."""
+    csv_path = tmp_path / "q.csv"
+    csv_path.write_text("id,question,answers_all_of\n"
+                        '1,谁执导？,"[[""张艺谋"", ""Zhang Yimou""], [""陆川""]]"\n'
+                        "2,哪两国？,波兰|斯洛文尼亚\n"
+                        '3,坏的,"[[""a""], {""b"": 1}]"\n', encoding="utf-8")
+    qset = read_questions(csv_path)
+    one, two = qset.questions
+    assert one.answer_groups == [["张艺谋", "Zhang Yimou"], ["陆川"]]
+    assert one.answers == ["张艺谋", "Zhang Yimou", "陆川"]
+    assert two.answer_groups == [["波兰"], ["斯洛文尼亚"]]
+    assert [b.line for b in qset.invalid] == [4] and "answers_all_of" in qset.invalid[0].reason
+    parquet = tmp_path / "q.parquet"
+    pq.write_table(pa.table({"qid": ["x", "y"], "question": ["问？", "问？"],
+                             "answers_all_of": [[["11月9"], ["11日"]], None]}), parquet)
+    x, y = read_questions(parquet).questions
+    assert x.answer_groups == [["11月9"], ["11日"]] and y.answer_groups == [] and y.answers == []
+    jsonl = tmp_path / "q.jsonl"
+    jsonl.write_text(json.dumps({"id": "f", "question": "?", "answers_all_of": ["甲", ["乙", "丙"], []]},
+                                ensure_ascii=False) + "\n", encoding="utf-8")
+    (flat,) = read_questions(jsonl).questions
+    assert flat.answer_groups == [["甲"], ["乙", "丙"]]
 
 
 def test_unreadable_files_are_errors(tmp_path):

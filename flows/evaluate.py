@@ -1,0 +1,135 @@
+"""Flow `evaluate` (SPEC §5): run a labelled question set through the batch-QA pipeline once per
+configuration — the default pipeline, or with `ablate` vector-only, BM25-only, hybrid, hybrid +
+rerank and hybrid + rescues — and land one `qa_metrics` row per configuration.
+
+Each configuration is a real batch-QA run (`flows.batch_qa.run_batch_qa`: its own run_id in
+`qa_runs`, `qa_results`, `qa_traces`) on one loaded retriever; its metrics are computed from the
+results it landed (`tasks.evaluate`). A configuration that cannot run (rerank without a reranker
+model) lands as `skipped`, with a note that says how to enable it.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_table_artifact
+from prefect.cache_policies import NO_CACHE
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from flows.batch_qa import (RetrievalOptions, load_retriever, new_run_id, out_path_for, read_questions_task,
+                            run_batch_qa)
+from schemas.qa import QAMetric, QARun, Question
+from schemas.settings import Settings, check_kb_name, load_settings
+from tasks.answer import Answerer
+from tasks.evaluate import (ABLATION, NO_RERANKER, PIPELINE, EvalConfig, gold_chunk_sets, metric_table,
+                            read_chunk_refs, read_results, score_run, skipped)
+from warehouse import db
+
+METRIC_FORMATS = (".json", ".csv")
+
+
+@dataclass
+class Evaluation:
+    eval_id: str
+    kb: str
+    metrics: list[QAMetric]  # one per configuration, in evaluation order
+    out_path: str  # "" when no metrics file was asked for
+
+
+def metrics_out_path(out: str | None) -> Path | None:
+    if not out:
+        return None
+    path = Path(out).expanduser().resolve()
+    if path.suffix.lower() not in METRIC_FORMATS:
+        raise ValueError(f"--out {path.name!r}: use a .json or .csv file")
+    return path
+
+
+@task(name="gold-chunks", cache_policy=NO_CACHE)
+def gold_chunks_task(settings: Settings, kb: str, questions: list[Question]) -> dict[str, frozenset[str]]:
+    gold = gold_chunk_sets(questions, read_chunk_refs(settings.db_path, kb))
+    missing = sum(1 for ids in gold.values() if not ids)
+    if missing:
+        get_run_logger().warning("%d labelled questions have no gold chunk in kb %r: they score 0 on retrieval",
+                                 missing, kb)
+    return gold
+
+
+@task(name="score-run", cache_policy=NO_CACHE)
+def score_run_task(settings: Settings, eval_id: str, config: EvalConfig, run: QARun, questions: list[Question],
+                   gold: dict[str, frozenset[str]]) -> QAMetric:
+    return score_run(eval_id, config.name, run, questions, read_results(settings.db_path, run.run_id), gold)
+
+
+@task(name="land-metrics", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=2)
+def land_metrics_task(settings: Settings, metrics: list[QAMetric]) -> None:
+    db.save_metrics(settings.db_path, metrics)
+
+
+@task(name="write-metrics", cache_policy=NO_CACHE)
+def write_metrics_task(metrics: list[QAMetric], out: Path) -> Path:
+    """The metrics rows as a JSON array or a CSV table (by suffix), written atomically."""
+    rows = [{k: (v.isoformat() if k == "created_at" else v) for k, v in asdict(m).items()} for m in metrics]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        with tmp.open("w", encoding="utf-8", newline="") as fh:
+            if out.suffix.lower() == ".csv":
+                writer = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else [])
+                writer.writeheader()
+                writer.writerows(rows)
+            else:
+                json.dump(rows, fh, ensure_ascii=False, indent=1)
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out
+
+
+def _artifact(eval_id: str, kb: str, metrics: list[QAMetric]) -> None:
+    headings, rows = metric_table(metrics)
+    table = [dict(zip(headings, row)) | {"status": m.status, "run_id": m.run_id, "note": m.note}
+             for m, row in zip(metrics, rows)]
+    create_table_artifact(
+        key=f"eval-{kb}".lower().replace("_", "-").replace(".", "-"), table=table,
+        description=f"kbflow eval {eval_id} on kb {kb!r}; SQL: SELECT * FROM qa_metrics WHERE eval_id = '{eval_id}'")
+
+
+@flow(name="evaluate", log_prints=False, task_runner=ThreadPoolTaskRunner(max_workers=2))
+def evaluate(questions: str, kb: str, home: str | None = None, ablate: bool = False,
+             out: str | None = None) -> Evaluation:
+    """Retrieval and answer metrics of `questions` (with gold labels / expected answers) on `kb`."""
+    logger = get_run_logger()
+    check_kb_name(kb)
+    settings = load_settings(home)
+    out_path = metrics_out_path(out)
+    qset = read_questions_task(questions)
+    retriever = load_retriever(settings, kb)
+    answerer = Answerer(settings)
+    gold = gold_chunks_task(settings, kb, qset.questions)
+    if qset.questions:  # jieba's dictionary and the model's first pass would count against the first config
+        retriever.retrieve_batch([qset.questions[0].question], "hybrid")
+
+    eval_id = uuid.uuid4().hex[:12]
+    questions_path = str(Path(qset.path).resolve())
+    metrics: list[QAMetric] = []
+    for config in ABLATION if ablate else (PIPELINE,):
+        if config.needs_reranker and retriever.reranker is None:
+            metrics.append(skipped(eval_id, config.name, kb, questions_path, NO_RERANKER))
+            continue
+        run_id = new_run_id()
+        options = RetrievalOptions(mode=config.mode, rescues=config.rescues, rerank=config.rerank)
+        summary = run_batch_qa(qset, retriever, answerer, settings, run_id=run_id,
+                               out_path=out_path_for(settings, run_id, None), options=options)
+        metrics.append(score_run_task(settings, eval_id, config, summary.run, qset.questions, gold))
+        logger.info("eval %s: %s → batch-QA run %s", eval_id, config.name, run_id)
+    land_metrics_task(settings, metrics)
+    if out_path is not None:
+        write_metrics_task(metrics, out_path)
+    _artifact(eval_id, kb, metrics)
+    return Evaluation(eval_id, kb, metrics, str(out_path or ""))
