@@ -33,6 +33,11 @@ TABLES: dict[str, pa.Schema] = {
 VIEW_FILES = ("views.sql", "quality.sql", "qa.sql")  # executed in this order
 
 
+# Warehouse files whose tables and views this process has already ensured: a writer pays for the
+# CREATE/DESCRIBE/view statements once per process, not on every connection (~40 ms each).
+_ENSURED: set[str] = set()
+
+
 class WarehouseBusyError(RuntimeError):
     """Another process holds the DuckDB write lock."""
 
@@ -58,6 +63,9 @@ def connect(db_path: Path, *, read_only: bool = False) -> Iterator[duckdb.DuckDB
     if read_only and not db_path.exists():
         raise FileNotFoundError(f"no warehouse at {db_path}: run `kbflow ingest` first")
     db_path.parent.mkdir(parents=True, exist_ok=True)
+    key = str(db_path.resolve())
+    if not db_path.exists():
+        _ENSURED.discard(key)  # deleted (or never created) since: ensure again
     config: dict[str, Any] = {}
     if read_only:
         # No file access beyond the database itself: `kbflow sql` cannot COPY TO or read files.
@@ -69,8 +77,9 @@ def connect(db_path: Path, *, read_only: bool = False) -> Iterator[duckdb.DuckDB
             raise WarehouseBusyError(f"{db_path} is in use by another kbflow process; retry when it finishes") from None
         raise
     try:
-        if not read_only:
+        if not read_only and key not in _ENSURED:
             _ensure_tables(con)
+            _ENSURED.add(key)
         yield con
     finally:
         con.close()
