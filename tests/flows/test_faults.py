@@ -155,21 +155,23 @@ def test_kill_9_mid_run_then_rerun_converges(reference, corpus, tmp_path):
 def test_two_ingests_at_once_second_refuses_or_waits(reference, corpus, tmp_path):
     home = tmp_path / "home"
     _seed(home, reference)
-    first = _spawn(home, corpus, tmp_path / "first.log")
-    holder = home / "locks" / "write.holder.json"
-    deadline = time.monotonic() + 120
-    while not holder.exists():
+    # the first ingest holds the lock, paused after its first Chroma upsert until released
+    paused, release = tmp_path / "paused", tmp_path / "release"
+    first = _spawn(home, corpus, tmp_path / "first.log", module="tests.flows.ingest_paused_in_index",
+                   env={"KBFLOW_TEST_PAUSED": str(paused), "KBFLOW_TEST_RELEASE": str(release)})
+    deadline = time.monotonic() + 400
+    while not paused.exists():
         assert first.poll() is None and time.monotonic() < deadline, (tmp_path / "first.log").read_text()[-3000:]
         time.sleep(0.05)
 
     waiting = _spawn(home, corpus, tmp_path / "waiting.log", "--wait", "600")
     refused = subprocess.run([sys.executable, "-m", "flows.cli", "--home", str(home), "ingest", str(corpus),
                               "--kb", KB], cwd=REPO, env=_env(), capture_output=True, text=True, timeout=300)
-    still_running = first.poll() is None
     out = " ".join((refused.stdout + refused.stderr).split())
     assert refused.returncode == 3, out[-3000:]
     assert "is busy: kbflow ingest of kb 'kb' (run " in out and "did not start" in out and "--wait SECONDS" in out
-    assert still_running, "the first ingest ended before the second tried: the test proved nothing"
+    assert waiting.poll() is None, (tmp_path / "waiting.log").read_text()[-3000:]  # queued behind the first
+    release.touch()
 
     assert first.wait(600) == 0, (tmp_path / "first.log").read_text()[-3000:]
     assert waiting.wait(600) == 0, (tmp_path / "waiting.log").read_text()[-3000:]
