@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shutil
 import time
 import uuid
@@ -26,7 +25,7 @@ import pyarrow.parquet as pq
 from prefect import flow, get_run_logger, task, unmapped
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
-from prefect.context import get_run_context
+from prefect.runtime import flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from schemas.arrow import to_table
@@ -36,6 +35,7 @@ from tasks.answer import (Answerer, confidence, confidence_instruction, cosine_f
                           result_record)
 from tasks.context import Context, contexts_for, expand_batch
 from tasks.evaluate import hit_at, reciprocal_rank_at
+from tasks.land import atomic_path, write_parquet
 from tasks.questions import QuestionSet, read_questions
 from tasks.retrieve import MODES, Retrieval, Retriever, trace_records
 from warehouse import db
@@ -137,6 +137,7 @@ def answer_batch(questions: list[Question], retriever: Retriever, answerer: Answ
     results, traces, stats = [], [], BatchStats(questions=n, retrieval_s=retrieval_s)
     for q, r, extra, c, (ok, why), a, c_ms in zip(questions, retrievals, expansions, ctxs, grades, answers,
                                                    context_ms):
+        llm_failed = bool(a.error) and answerer.uses_llm  # before the insufficiency note below takes `error`
         if not ok and a.mode == INSUFFICIENT and not a.error:
             a.error = f"insufficient evidence: {why}"
         r.trace("expand", extra)
@@ -159,7 +160,7 @@ def answer_batch(questions: list[Question], retriever: Retriever, answerer: Answ
         stats.insufficient += a.mode == INSUFFICIENT
         stats.llm += a.mode == LLM
         stats.extractive += a.mode == EXTRACTIVE
-        stats.llm_failures += bool(a.error) and answerer.uses_llm and not a.error.startswith("insufficient")
+        stats.llm_failures += llm_failed
         stats.widened += r.widened
         if q.labelled:
             stats.labelled += 1
@@ -182,25 +183,14 @@ def read_questions_task(path: str) -> QuestionSet:
     return qset
 
 
-def _write_parquet(table: pa.Table, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        pq.write_table(table, tmp, compression="zstd")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
-
-
 @task(name="qa-batch", cache_policy=NO_CACHE)
 def qa_batch_task(index: int, questions: list[Question], retriever: Retriever, answerer: Answerer,
                   settings: Settings, run_id: str, options: RetrievalOptions, floor: float | None,
                   parts_dir: Path) -> BatchParts:
     results, traces, stats = answer_batch(questions, retriever, answerer, settings, run_id=run_id, options=options,
                                           floor=floor)
-    return BatchParts(index, _write_parquet(to_table(results, QAResult), parts_dir / f"results-{index:05d}.parquet"),
-                      _write_parquet(to_table(traces, QATrace), parts_dir / f"traces-{index:05d}.parquet"), stats)
+    return BatchParts(index, write_parquet(to_table(results, QAResult), parts_dir / f"results-{index:05d}.parquet"),
+                      write_parquet(to_table(traces, QATrace), parts_dir / f"traces-{index:05d}.parquet"), stats)
 
 
 # DuckDB is a single file: a transient lock (a concurrent `kbflow sql`) is worth a retry.
@@ -215,28 +205,15 @@ def write_results_task(parts: list[BatchParts], out: Path) -> Path:
     tables = [pq.read_table(p.results) for p in parts]
     table = pa.concat_tables(tables) if tables else QA_RESULT_SCHEMA.empty_table()
     if OUT_FORMATS[out.suffix.lower()] == "parquet":
-        return _write_parquet(table, out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    try:
-        with tmp.open("w", encoding="utf-8") as fh:
-            for row in table.to_pylist():
-                fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
+        return write_parquet(table, out)
+    with atomic_path(out) as tmp, tmp.open("w", encoding="utf-8") as fh:
+        for row in table.to_pylist():
+            fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
     return out
 
 
 # ------------------------------------------------------------------------------------------------
 # the flow
-
-
-def _flow_run_id() -> str:
-    try:
-        return str(get_run_context().flow_run.id)
-    except Exception:  # outside a flow run
-        return ""
 
 
 def out_path_for(settings: Settings, run_id: str, out: str | None) -> Path:
@@ -302,7 +279,7 @@ def run_batch_qa(qset: QuestionSet, retriever: Retriever, answerer: Answerer, se
     logger = get_run_logger()
     used = _settings_used(settings, options)
     embedding_model = retriever.embedder.model_id if "vector" in MODES[options.mode] else ""  # loaded before the map
-    run = QARun(run_id=run_id, kb=retriever.kb, flow_run_id=_flow_run_id(),
+    run = QARun(run_id=run_id, kb=retriever.kb, flow_run_id=flow_run.id or "",
                 questions_path=str(Path(qset.path).resolve()), out_path=str(out_path), mode=options.mode,
                 started_at=datetime.now(timezone.utc), finished_at=None, status="running",
                 questions=len(qset.questions), invalid_rows=len(qset.invalid),

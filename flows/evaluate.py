@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from schemas.settings import Settings, check_kb_name, load_settings
 from tasks.answer import Answerer
 from tasks.evaluate import (ABLATION, NO_RERANKER, PIPELINE, EvalConfig, gold_chunk_sets, metric_table,
                             read_chunk_refs, read_results, score_run, skipped)
+from tasks.land import atomic_path
 from warehouse import db
 
 METRIC_FORMATS = (".json", ".csv")
@@ -75,19 +75,13 @@ def land_metrics_task(settings: Settings, metrics: list[QAMetric]) -> None:
 def write_metrics_task(metrics: list[QAMetric], out: Path) -> Path:
     """The metrics rows as a JSON array or a CSV table (by suffix), written atomically."""
     rows = [{k: (v.isoformat() if k == "created_at" else v) for k, v in asdict(m).items()} for m in metrics]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    try:
-        with tmp.open("w", encoding="utf-8", newline="") as fh:
-            if out.suffix.lower() == ".csv":
-                writer = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else [])
-                writer.writeheader()
-                writer.writerows(rows)
-            else:
-                json.dump(rows, fh, ensure_ascii=False, indent=1)
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with atomic_path(out) as tmp, tmp.open("w", encoding="utf-8", newline="") as fh:
+        if out.suffix.lower() == ".csv":
+            writer = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else [])
+            writer.writeheader()
+            writer.writerows(rows)
+        else:
+            json.dump(rows, fh, ensure_ascii=False, indent=1)
     return out
 
 

@@ -33,9 +33,10 @@ from typing import Any
 from prefect import Flow, flow, get_run_logger, task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
-from prefect.context import FlowRunContext, get_run_context
+from prefect.context import FlowRunContext
+from prefect.runtime import flow_run
 
-from schemas.errors import KbflowError
+from schemas.errors import EmptyDocumentError, KbflowError
 from schemas.ingest import Document, IngestFailure, IngestRun, ManifestEntry
 from schemas.settings import Settings, check_kb_name, load_settings
 from tasks import manifest as mf
@@ -124,8 +125,6 @@ def parse_task(src: SourceFile, settings: Settings) -> ParsedOutput:
 
 @task(name="chunk", cache_policy=NO_CACHE)
 def chunk_task(src: SourceFile, parsed: ParsedOutput, kb: str, settings: Settings) -> LandedChunks:
-    from schemas.errors import EmptyDocumentError
-
     built = build_chunks(parsed.parsed_dir, settings, kb=kb, doc_md5=src.md5, source=src.source)
     n = built.normalized
     if not built.chunks:  # landing it would hide the problem: a document nobody can find
@@ -176,13 +175,19 @@ def remove_deleted_task(kb: str, entries: list[ManifestEntry], held: set[str],
     follows in the index stage. A source name now held by another file found this run was already
     replaced by it: only the stale manifest row goes. Returns the error of each removal that failed."""
     errors: dict[str, str] = {}
+    stale_rows = []  # manifest rows only: their source has no document of its own to remove
     for entry in entries:
+        if not entry.source or entry.source in held:
+            stale_rows.append(entry.path)
+            continue
         try:
-            if entry.source and entry.source not in held:
-                remove_document(settings, kb, entry.source)
-            db.delete_manifest(settings.db_path, kb, [entry.path])
+            remove_document(settings, kb, entry.source)  # its manifest rows go in the same transaction
         except Exception as exc:  # retried by the next run: the manifest row is still there
             errors[entry.path] = f"{type(exc).__name__}: {exc}"[:500]
+    try:
+        db.delete_manifest(settings.db_path, kb, stale_rows)
+    except Exception as exc:
+        errors.update({path: f"{type(exc).__name__}: {exc}"[:500] for path in stale_rows})
     return errors
 
 
@@ -195,13 +200,6 @@ def index_task(kb: str, landed: list[tuple[str, Path]], settings: Settings, forc
     summary, errors, indexed = sync_indexes(settings, kb, landed, force_bm25=force_bm25)
     db.mark_indexed(settings.db_path, kb, indexed, run_id)
     return summary, errors
-
-
-def _flow_run_id() -> str:
-    try:
-        return str(get_run_context().flow_run.id)
-    except Exception:  # called outside a flow run (unit tests of helpers)
-        return ""
 
 
 # ------------------------------------------------------------------------------------------------
@@ -345,7 +343,7 @@ def _ingest_locked(paths: list[str], kb: str, settings: Settings, run_id: str, r
         logger.warning("%d earlier ingest run(s) of %s were interrupted; this run completes their work",
                        interrupted, settings.home)
     started = datetime.now(timezone.utc)
-    run = IngestRun(run_id=run_id, kb=kb, flow_run_id=_flow_run_id(), started_at=started, finished_at=None,
+    run = IngestRun(run_id=run_id, kb=kb, flow_run_id=flow_run.id or "", started_at=started, finished_at=None,
                     status="running", files_seen=0, files_landed=0, files_failed=0, chunks_landed=0,
                     parse_backend=settings.parse_backend, task_runner=runner)
     db.save_run(settings.db_path, run)

@@ -11,7 +11,7 @@ from schemas.arrow import arrow_schema
 # answer_mode values
 LLM, EXTRACTIVE, INSUFFICIENT = "llm", "extractive", "insufficient"
 # score scales (seed 002: RRF, cosine and reranker probabilities are not comparable)
-RRF, COSINE, RERANK = "rrf", "cosine", "rerank"
+RRF, RERANK = "rrf", "rerank"
 
 
 @dataclass
@@ -161,7 +161,6 @@ class QAMetric:
     retrieval_qps: float
 
 
-QUESTION_SCHEMA = arrow_schema(Question)
 QA_RESULT_SCHEMA = arrow_schema(QAResult)
 QA_TRACE_SCHEMA = arrow_schema(QATrace)
 QA_RUN_SCHEMA = arrow_schema(QARun)

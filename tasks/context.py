@@ -144,7 +144,7 @@ def build_context(cands: Sequence[Candidate], settings: Settings) -> Context:
         # what to keep of the group: tables always, then ranked chunks by rank, then expanded ones
         priority = sorted(members, key=lambda rc: (rc[1].chunk.chunk_type != TABLE, bool(rc[1].expanded_from), rc[0]))
         picked = []
-        for rank, c in priority:
+        for _, c in priority:
             is_table = c.chunk.chunk_type == TABLE
             cost = len(_line(c)) + 1
             if is_table or (cost <= budget and text_chunks < settings.max_context_chunks):

@@ -219,8 +219,8 @@ def _dangling_reason(path: Path) -> tuple[str, str]:
         path.stat()
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            return "SymlinkLoopError", "symlink loop (the link resolves back to itself)"
-    return "MissingFileError", "broken symlink"
+            return errors.SymlinkLoopError.__name__, "symlink loop (the link resolves back to itself)"
+    return errors.MissingFileError.__name__, "broken symlink"
 
 
 def _source_name(path: Path, root: Path) -> str:

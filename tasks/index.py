@@ -90,9 +90,13 @@ def kb_chunk_files(settings: Settings, kb: str) -> list[Path]:
 
 
 def rebuild_bm25(settings: Settings, kb: str) -> int:
-    from tasks.bm25_index import index_for_kb
+    """BM25 from the terms stored with each landed chunk: one DuckDB query (the warehouse holds the
+    Parquet files' rows), not one Parquet read per document (5.9 s of 6.7 s at 9,000 documents)."""
+    from tasks.bm25_index import BM25Index
 
-    index = index_for_kb(kb_chunk_files(settings, kb))
+    _, rows = db.query(settings.db_path, "SELECT chunk_id, tokens FROM chunks WHERE kb = ? "
+                                         "ORDER BY source, chunk_index", [kb])
+    index = BM25Index.build([chunk_id for chunk_id, _ in rows], [tokens or [] for _, tokens in rows])
     index.save(settings.bm25_dir / kb)
     return len(index.chunk_ids)
 

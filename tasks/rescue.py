@@ -122,7 +122,7 @@ def rescue_section_cluster(question: str, kept: Sequence[Candidate], cut: Sequen
             strong.append((strength, (source, section), members))
     strong.sort(key=lambda x: -x[0])  # stable: equal strength keeps the better-ranked section first
     out = []
-    for strength, (_, section), members in strong[:settings.cluster_max_sections]:
+    for _, (_, section), members in strong[:settings.cluster_max_sections]:
         for c in sorted(members, key=lambda c: -c.score)[:settings.cluster_max_rescue_per_section]:
             out.append(_saved(c, f"{SECTION_CLUSTER}:{section}", scale, settings.cluster_rescue_floor))
     return out

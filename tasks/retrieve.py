@@ -62,10 +62,6 @@ class Candidate:
 
     chunk_id: str
     score: float = 0.0
-    rrf: float = 0.0  # normalized fused score
-    cosine: float | None = None  # best cosine over query variants (vector channel)
-    bm25: float | None = None  # best raw BM25 score over query variants
-    ranks: dict[str, int] = field(default_factory=dict)  # channel → best 1-based rank over variants
     rerank: float | None = None
     rescued: str = ""  # why a rescue brought it back
     expanded_from: str = ""  # the seed chunk whose section-prefix neighbour this is
@@ -370,9 +366,9 @@ class Retriever:
     @property
     def embedder(self):
         if self._embedder is None:  # loaded on first use: a BM25-only run never needs it
-            from tasks.embed import Embedder, resolve_model
+            from tasks.embed import Embedder
 
-            self._embedder = Embedder(resolve_model(self.settings), batch_size=self.settings.embedding_batch_size)
+            self._embedder = Embedder.from_settings(self.settings)
         return self._embedder
 
     # -- recall
@@ -534,21 +530,10 @@ class Retriever:
             pos += len(cs)
 
     def _fuse(self, chs: list[ChannelHits], records: dict[str, Chunk]) -> list[Candidate]:
-        cands: dict[str, Candidate] = {}
         if self.settings.dynamic_rrf_enabled:
             chs = dynamic_weights(chs, self.settings.dynamic_rrf_gain)
-        for chunk_id, score in rrf_fuse(chs, self.settings.rrf_k):
-            cands[chunk_id] = Candidate(chunk_id, score=score, rrf=score, chunk=records.get(chunk_id))
-        for ch in chs:
-            for rank, (chunk_id, raw) in enumerate(ch.hits, 1):
-                c = cands[chunk_id]
-                if rank < c.ranks.get(ch.channel, 1 << 30):
-                    c.ranks[ch.channel] = rank
-                if ch.channel == VECTOR:
-                    c.cosine = raw if c.cosine is None else max(c.cosine, raw)
-                elif ch.channel == BM25:
-                    c.bm25 = raw if c.bm25 is None else max(c.bm25, raw)
-        return list(cands.values())
+        return [Candidate(chunk_id, score=score, chunk=records.get(chunk_id))
+                for chunk_id, score in rrf_fuse(chs, self.settings.rrf_k)]
 
     def _bm25_top(self, chs: list[ChannelHits], records: dict[str, Chunk], fused: list[Candidate],
                   sources: Sequence[str] | None, section: str | None) -> list[Candidate]:
@@ -559,10 +544,9 @@ class Retriever:
         for ch in chs:
             if ch.channel != BM25 or ch.variant != 0:
                 continue
-            for rank, (chunk_id, raw) in enumerate(ch.hits[:self.settings.bm25_divergence_max_rank], 1):
+            for chunk_id, _ in ch.hits[:self.settings.bm25_divergence_max_rank]:
                 base = by_id.get(chunk_id)
-                c = replace(base) if base else Candidate(chunk_id, bm25=raw, ranks={BM25: rank},
-                                                         chunk=records.get(chunk_id))
+                c = replace(base) if base else Candidate(chunk_id, chunk=records.get(chunk_id))
                 out.extend(filter_candidates([c], inactive=self.inactive, sources=sources, section=section))
         return out
 

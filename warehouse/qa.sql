@@ -1,4 +1,4 @@
--- Batch-QA views (SPEC §4). Re-created on every connect for writing, after quality.sql.
+-- Batch-QA views (SPEC §4). Re-created by the first writer connection of each process, after quality.sql.
 -- qa_results.gold_rank is the 1-based rank of the first gold chunk in the final ranking (NULL when
 -- missed or unlabelled); qa_traces holds every stage's candidates with is_gold (NULL = unlabelled).
 

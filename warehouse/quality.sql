@@ -1,5 +1,5 @@
--- Chunk-quality views (SPEC §3; the table of seed 000 §13.1). Re-created on every connect for
--- writing, after views.sql. Lengths are length(content): Unicode code points, as Python's len().
+-- Chunk-quality views (SPEC §3; the table of seed 000 §13.1). Re-created by the first writer
+-- connection of each process, after views.sql. Lengths are length(content): Unicode code points, as Python's len().
 --
 -- Definitions shared by the views below:
 --   heading chunk      : chunk_type = 'heading' (a chunk that is only a heading: MinerU text with

@@ -7,7 +7,6 @@ that comes from the warehouse (document names, reasons, run ids) is escaped.
 from __future__ import annotations
 
 import html
-import os
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -18,6 +17,7 @@ from typing import Any, Callable, Iterable, Sequence
 import duckdb
 
 from schemas.chunk import CHUNK_TYPES
+from tasks.land import atomic_path
 from warehouse import db
 
 TOP_DOCUMENTS = 25  # documents in the chunk-type chart; the rest are counted, not drawn
@@ -397,8 +397,6 @@ def render_html(report: Report) -> str:
 
 def write_report(report: Report, out: Path) -> Path:
     """Write the HTML atomically (temp file + rename)."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(render_html(report), encoding="utf-8")
-    os.replace(tmp, out)
+    with atomic_path(out) as tmp:
+        tmp.write_text(render_html(report), encoding="utf-8")
     return out

@@ -1,4 +1,4 @@
--- Views over the ingest tables. Re-created on every connect for writing, so they follow the code.
+-- Views over the ingest tables. Re-created by the first writer connection of each process, so they follow the code.
 
 -- Per-document chunk counts and lengths (kbflow stats).
 CREATE OR REPLACE VIEW document_stats AS
