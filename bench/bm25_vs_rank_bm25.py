@@ -1,4 +1,4 @@
-"""Benchmark: kbflow's BM25 (tasks/bm25_index.py: bm25s scores + sparse batched retrieval) against
+"""Benchmark: kbflow's BM25 (tasks/index/bm25.py: bm25s scores + sparse batched retrieval) against
 rank_bm25's BM25Okapi, on the same ~20k chunks and the same questions, in one run.
 
     .venv/bin/python bench/bm25_vs_rank_bm25.py [--questions N] [--modes]
@@ -101,8 +101,9 @@ def mrr_at_k(ranked: list[list[int]], golds: list[set[str]], chunk_pid: list[str
 
 def compare_modes(bench: Bench, pos: dict[str, int]) -> None:
     """hit@10 / MRR@10 of ours with each jieba cut mode (same normalization and filtering)."""
-    from tasks import bm25_index
-    from tasks.bm25_index import BM25Index, tokenize
+    from tasks.common import text as bm25_text
+    from tasks.common.text import tokenize
+    from tasks.index.bm25 import BM25Index
 
     cuts = {
         "search, no HMM (ours)": lambda tok, t: tok.cut_for_search(t, HMM=False),
@@ -111,10 +112,10 @@ def compare_modes(bench: Bench, pos: dict[str, int]) -> None:
         "precise + HMM": lambda tok, t: tok.cut(t),
         "full": lambda tok, t: tok.cut(t, cut_all=True),
     }
-    tok = bm25_index._jieba(None)
+    tok = bm25_text._jieba(None)
 
     def terms(cut, text: str) -> list[str]:
-        return bm25_index._terms(bm25_index._pieces(bm25_index._normalize(text), lambda part: cut(tok, part)))
+        return bm25_text._terms(bm25_text._pieces(bm25_text._normalize(text), lambda part: cut(tok, part)))
 
     ours = cuts["search, no HMM (ours)"]
     assert all(terms(ours, t) == tokenize(t) for t in bench.texts[:200]), "bench mode drifted from tokenize()"
@@ -141,8 +142,9 @@ def main(argv: list[str]) -> int:
 
     import rank_bm25
 
-    from tasks import bm25_index
-    from tasks.bm25_index import BM25Index, tokenize, tokenize_many
+    from tasks.index import bm25 as bm25_index
+    from tasks.common.text import tokenize, tokenize_many
+    from tasks.index.bm25 import BM25Index
 
     if not QA.exists():
         print(f"shared data not found: {QA}")

@@ -25,7 +25,7 @@ if str(REPO) not in sys.path:
 def main(argv: list[str]) -> int:
     from schemas.chunk import Chunk, assign_ids
     from schemas.settings import load_settings
-    from tasks import vector_index
+    from tasks.index import vector_index
 
     n = int(argv[1]) if len(argv) > 1 else 20000
     texts: list[str] = []

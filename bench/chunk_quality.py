@@ -4,7 +4,7 @@
 
 Every document is parsed once into a temporary home. "Before" lands the normalized MinerU items
 with MinerU's own heading levels (what a naive pipeline stores); "after" lands the output of
-`tasks.chunk.build_chunks`. Both go through the warehouse's `chunk_quality` view, printed per
+`tasks.ingest.chunk.build_chunks`. Both go through the warehouse's `chunk_quality` view, printed per
 document and in total. Then the passes (tables, headings, captions, post-processing, semantic
 content) are timed over all documents in memory: chunks/s. Not part of CI: prints figures only.
 """
@@ -30,14 +30,14 @@ def main(argv: list[str]) -> int:
     from schemas.chunk import assign_ids
     from schemas.ingest import Document
     from schemas.settings import load_settings
-    from tasks.chunk import build_chunks, chunking_settings, structure
-    from tasks.content_list import normalize_parsed
-    from tasks.discover import discover
-    from tasks.enrich import build_semantic_content
-    from tasks.headings import assign_section_paths
-    from tasks.land import chunks_path, write_chunks
-    from tasks.parse import parse_source
-    from tasks.postprocess import postprocess
+    from tasks.ingest.chunk import build_chunks, chunking_settings, structure
+    from tasks.ingest.content_list import normalize_parsed
+    from tasks.ingest.discover import discover
+    from tasks.ingest.enrich import build_semantic_content
+    from tasks.ingest.headings import assign_section_paths
+    from tasks.ingest.land import chunks_path, write_chunks
+    from tasks.ingest.parse import parse_source
+    from tasks.ingest.postprocess import postprocess
     from warehouse import db
 
     shared = REPO.parent / "shared" / "data"

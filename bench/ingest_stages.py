@@ -7,7 +7,7 @@ files it cannot parse offline (the two scanned PDFs need OCR models) are listed 
 and left out of every figure. Everything is written into a fresh temporary home, enrichment off
 (no LLM endpoint). Stages, in pipeline order, each with kbflow's own function and its baseline:
 
-- parse: `tasks.parse.parse_source` (MinerU flash in-process, content lists v1/v2, markdown,
+- parse: `tasks.ingest.parse.parse_source` (MinerU flash in-process, content lists v1/v2, markdown,
   middle json, manifest, atomic swap) vs MinerU's own `mineru.parser.parse` + `ParseResult.save`
   (its result package) on the same file; each side parses every file --parse-rounds times
   (default 3; ours into a fresh home each time) and its fastest time counts, so one-time costs and
@@ -159,8 +159,8 @@ def bench_parse(sources, settings, work: Path, rounds: int) -> tuple[list, list[
     `rounds` times by each side (ours into a fresh home each round, so never from its cache); the
     fastest round counts, so one-time costs (imports, fonts, encoders, render workers) and bursts
     of load from other work drop out."""
-    from tasks.parse import parse_source
-    from tasks.parse.mineru_local import configure_offline
+    from tasks.ingest.parse import parse_source
+    from tasks.ingest.parse.mineru_local import configure_offline
 
     configure_offline(settings.mineru_home)  # the same offline environment for both sides
     parsed: dict[str, object] = {}
@@ -207,8 +207,8 @@ def bench_parse(sources, settings, work: Path, rounds: int) -> tuple[list, list[
 def bench_chunk(parsed_docs, settings, rounds: int) -> tuple[list, StageFigure]:
     """Returns [(src, parsed, landed_chunks)] and the chunk figure."""
     from flows.ingest import chunk_task
-    from tasks.bm25_index import tokenize
-    from tasks.content_list import normalize_parsed
+    from tasks.common.text import tokenize
+    from tasks.ingest.content_list import normalize_parsed
 
     tokenize("预热")  # load jieba's dictionary outside the timings
     landed: dict[str, object] = {}
@@ -254,7 +254,7 @@ def bench_embed(doc_chunks, settings) -> tuple[list, list[StageFigure]]:
     """Returns the vectors per document and the embed figures (cold vs raw, warm vs cold)."""
     import numpy as np
 
-    from tasks.embed import Embedder, EmbeddingCache, embed_texts, embedding_text, resolve_model
+    from tasks.index.embed import Embedder, EmbeddingCache, embed_texts, embedding_text, resolve_model
 
     started = time.perf_counter()
     embedder = Embedder(resolve_model(settings), batch_size=settings.embedding_batch_size)
@@ -293,7 +293,7 @@ def bench_embed(doc_chunks, settings) -> tuple[list, list[StageFigure]]:
 
 
 def bench_chroma(doc_chunks, vectors, settings, rounds: int) -> StageFigure:
-    from tasks import vector_index
+    from tasks.index import vector_index
 
     seconds: dict[str, float] = {}
     for r in range(rounds):
@@ -313,8 +313,8 @@ def bench_chroma(doc_chunks, vectors, settings, rounds: int) -> StageFigure:
 def bench_bm25(doc_chunks, land_settings, rounds: int) -> list[StageFigure]:
     import rank_bm25
 
-    from tasks.bm25_index import BM25Index
-    from tasks.index import rebuild_bm25
+    from tasks.index.bm25 import BM25Index
+    from tasks.index.sync import rebuild_bm25
 
     chunk_ids = [c.chunk_id for _, chunks in doc_chunks for c in chunks]
     tokens = [c.tokens for _, chunks in doc_chunks for c in chunks]
@@ -344,8 +344,8 @@ def main(argv: list[str]) -> int:
         return 2
 
     from schemas.settings import load_settings
-    from tasks.discover import discover
-    from tasks.index import read_chunks
+    from tasks.ingest.discover import discover
+    from tasks.index.sync import read_chunks
 
     work = Path(tempfile.mkdtemp(prefix="kbflow-stages-"))
     try:

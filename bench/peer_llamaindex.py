@@ -95,7 +95,7 @@ class KbflowEmbedding(BaseEmbedding):
         return self._get_text_embeddings([text])[0]
 
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        from tasks.embed import embed_texts
+        from tasks.index.embed import embed_texts
 
         return embed_texts(texts, self._embedder, self._cache, batch_size=self._batch_size).tolist()
 
@@ -114,7 +114,7 @@ class JiebaBM25Retriever(BM25Retriever):
         self._user_dict = user_dict
 
     def _retrieve(self, query_bundle: QueryBundle):
-        from tasks.bm25_index import tokenize
+        from tasks.common.text import tokenize
 
         return super()._retrieve(QueryBundle(" ".join(tokenize(query_bundle.query_str, self._user_dict))))
 
@@ -122,7 +122,7 @@ class JiebaBM25Retriever(BM25Retriever):
 def load_chunks(settings):
     from schemas.arrow import from_table
     from schemas.chunk import Chunk
-    from tasks.retrieve import CHUNK_COLUMNS
+    from tasks.qa.retriever import CHUNK_COLUMNS
     from warehouse import db
 
     with db.connect(settings.db_path, read_only=True) as con:
@@ -133,7 +133,7 @@ def load_chunks(settings):
 
 def build_peer(chunks, embedder, settings) -> dict[str, Any]:
     """The peer's vector, BM25 and fusion retrievers over `chunks`."""
-    from tasks.embed import EmbeddingCache, embedding_text
+    from tasks.index.embed import EmbeddingCache, embedding_text
 
     hidden = ["source", "chunk_id"]  # kept for scoring, out of the embedded and BM25 text
     nodes = [TextNode(id_=c.chunk_id, text=embedding_text(c), metadata={"source": c.source, "chunk_id": c.chunk_id},
@@ -177,8 +177,8 @@ def main(argv: list[str]) -> int:
     from retrieval import questions_of, retrieve_all
 
     from schemas.settings import load_settings
-    from tasks.embed import Embedder, resolve_model
-    from tasks.retrieve import Retriever
+    from tasks.index.embed import Embedder, resolve_model
+    from tasks.qa.retriever import Retriever
 
     settings = load_settings(args.home.resolve())
     if not settings.db_path.exists():

@@ -95,7 +95,7 @@ def build(home: Path) -> None:
 
 
 def questions_of(name: str):
-    from tasks.questions import read_questions
+    from tasks.qa.questions import read_questions
 
     qset = read_questions(QA / name / "queries.jsonl")
     if qset.invalid:  # cmrc2018_trial has two rows with an empty question
@@ -107,7 +107,7 @@ def questions_of(name: str):
 
 
 def metrics(questions, retrievals, contexts=None) -> dict[str, float]:
-    from tasks.evaluate import first_gold_rank, hit_at, reciprocal_rank_at
+    from tasks.qa.evaluate import first_gold_rank, hit_at, reciprocal_rank_at
 
     hit1 = hit5 = rr = in_ctx = 0.0
     for i, (q, r) in enumerate(zip(questions, retrievals)):
@@ -151,9 +151,9 @@ def main(argv: list[str]) -> int:
     if args.build_only:
         return 0
 
-    from tasks.answer import Answerer
-    from tasks.context import contexts_for, expand_batch
-    from tasks.retrieve import Retriever
+    from tasks.qa.answer import Answerer
+    from tasks.qa.context import contexts_for, expand_batch
+    from tasks.qa.retriever import Retriever
 
     started = time.perf_counter()
     retriever = Retriever(settings, KB)

@@ -31,13 +31,14 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from schemas.arrow import to_table
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, QA_RESULT_SCHEMA, InvalidRow, QAResult, QARun, QATrace, Question
 from schemas.settings import Settings, check_kb_name, load_settings
-from tasks.answer import (Answerer, confidence, confidence_instruction, cosine_floor, grade_evidence,
+from tasks.qa.answer import (Answerer, confidence, confidence_instruction, cosine_floor, grade_evidence,
                           result_record)
-from tasks.context import Context, contexts_for, expand_batch
-from tasks.evaluate import hit_at, reciprocal_rank_at
-from tasks.land import atomic_path, write_parquet
-from tasks.questions import QuestionSet, read_questions
-from tasks.retrieve import MODES, Retrieval, Retriever, trace_records
+from tasks.qa.context import Context, contexts_for, expand_batch
+from tasks.qa.evaluate import hit_at, reciprocal_rank_at
+from tasks.common.files import atomic_path, write_parquet
+from tasks.qa.questions import QuestionSet, read_questions
+from tasks.qa.retriever import Retriever
+from tasks.qa.types import MODES, Retrieval, trace_records
 from warehouse import db
 
 OUT_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".parquet": "parquet"}

@@ -48,7 +48,7 @@ def print_rows(columns: list[str], rows: Sequence[Sequence[Any]], fmt: str = "ta
 def cmd_ingest(args: argparse.Namespace) -> int:
     from flows.ingest import ingest_flow
 
-    from tasks.lock import check_free
+    from tasks.common.lock import check_free
 
     settings = load_settings(args.home)
     if not (args.wait if args.wait is not None else settings.ingest_lock_wait_s):
@@ -95,7 +95,7 @@ def cmd_rm(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from tasks.index import check
+    from tasks.index.sync import check
 
     result = check(load_settings(args.home), args.kb)
     print_rows(["store", "chunks", "missing ids (present in another store)"],
@@ -191,7 +191,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     """Evaluate a labelled question set (flow `evaluate`) and print one row per configuration."""
     from flows.evaluate import evaluate
-    from tasks.evaluate import SKIPPED, metric_table
+    from tasks.qa.evaluate import SKIPPED, metric_table
 
     result = evaluate(questions=str(args.questions), kb=args.kb, home=args.home, ablate=args.ablate, out=args.out)
     columns, rows = metric_table(result.metrics)

@@ -4,7 +4,7 @@ rerank and hybrid + rescues — and land one `qa_metrics` row per configuration.
 
 Each configuration is a real batch-QA run (`flows.batch_qa.run_batch_qa`: its own run_id in
 `qa_runs`, `qa_results`, `qa_traces`) on one loaded retriever; its metrics are computed from the
-results it landed (`tasks.evaluate`). A configuration that cannot run (rerank without a reranker
+results it landed (`tasks.qa.evaluate`). A configuration that cannot run (rerank without a reranker
 model) lands as `skipped`, with a note that says how to enable it.
 """
 from __future__ import annotations
@@ -24,10 +24,10 @@ from flows.batch_qa import (RetrievalOptions, load_retriever, new_run_id, out_pa
                             run_batch_qa)
 from schemas.qa import QAMetric, QARun, Question
 from schemas.settings import Settings, check_kb_name, load_settings
-from tasks.answer import Answerer
-from tasks.evaluate import (ABLATION, NO_RERANKER, PIPELINE, EvalConfig, gold_chunk_sets, metric_table,
+from tasks.qa.answer import Answerer
+from tasks.qa.evaluate import (ABLATION, NO_RERANKER, PIPELINE, EvalConfig, gold_chunk_sets, metric_table,
                             read_chunk_refs, read_results, score_run, skipped)
-from tasks.land import atomic_path
+from tasks.common.files import atomic_path
 from warehouse import db
 
 METRIC_FORMATS = (".json", ".csv")

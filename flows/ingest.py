@@ -8,7 +8,7 @@ upserted before its stale ids are pruned, then BM25 is rebuilt — never delete-
 gone from a given folder is deleted from every store. Each file fails on its own: the failure is
 recorded in `ingest_failures` and the run goes on. Tasks pass paths and ids, not tables.
 
-One ingest writes to a home at a time (`tasks.lock`). A run killed at any point and run again
+One ingest writes to a home at a time (`tasks.common.lock`). A run killed at any point and run again
 converges to the state of an uninterrupted run: landing is per document and atomic, the index
 stage re-indexes what DuckDB holds and Chroma lacks, and deletes what Chroma holds and DuckDB
 does not.
@@ -39,13 +39,13 @@ from prefect.runtime import flow_run
 from schemas.errors import EmptyDocumentError, KbflowError
 from schemas.ingest import Document, IngestFailure, IngestRun, ManifestEntry
 from schemas.settings import Settings, check_kb_name, load_settings
-from tasks import manifest as mf
-from tasks.chunk import build_chunks
-from tasks.discover import Discovery, SourceFile, discover
-from tasks.index import IndexSummary, rebuild_bm25, remove_document, sync_indexes
-from tasks.land import chunks_path, write_chunks
-from tasks.lock import write_lock
-from tasks.parse import ParsedOutput, parse_source
+from tasks.ingest import manifest as mf
+from tasks.ingest.chunk import build_chunks
+from tasks.ingest.discover import Discovery, SourceFile, discover
+from tasks.index.sync import IndexSummary, rebuild_bm25, remove_document, sync_indexes
+from tasks.ingest.land import chunks_path, write_chunks
+from tasks.common.lock import write_lock
+from tasks.ingest.parse import ParsedOutput, parse_source
 from warehouse import db
 
 RUNNERS = ("default", "dask")
@@ -142,7 +142,7 @@ def embed_task(chunked: LandedChunks, model: str, settings: Settings) -> int:
     texts were encoded. The flow's index stage then finds them there instead of encoding."""
     # imported here, not at module level: a task's function reaches a worker by value (cloudpickle),
     # so only a module's own globals (the worker's one loaded model) outlive a single call
-    from tasks.index import warm_embedding_cache
+    from tasks.index.sync import warm_embedding_cache
 
     return warm_embedding_cache(settings, chunked.chunks_path, model)
 
@@ -303,7 +303,7 @@ def _dask_runner_in(stack: contextlib.ExitStack, settings: Settings, dask_addres
 
 def _worker_model(settings: Settings) -> str | None:
     """The embedding model the workers load (resolved, and converted if needed, once, here)."""
-    from tasks.embed import resolve_model
+    from tasks.index.embed import resolve_model
 
     try:
         return str(resolve_model(settings))

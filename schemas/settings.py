@@ -5,9 +5,9 @@ logged, never written to a cache, artifact or the warehouse:
 
 - `KBFLOW_LLM_API_KEY`: the key of the OpenAI-compatible endpoint `llm_base_url` (LLM table
   summaries, VLM image descriptions, batch-QA answers), sent as `Authorization: Bearer …`;
-  optional (a local server may need none). Read by `tasks.llm`.
+  optional (a local server may need none). Read by `tasks.common.llm`.
 - `MINERU_API_TOKEN`: the MinerU cloud API v4 token (`mineru_api_base_url`). When it is set, the
-  cloud API parses first and local MinerU is the fallback. Read by `tasks.parse.mineru_api`.
+  cloud API parses first and local MinerU is the fallback. Read by `tasks.ingest.parse.mineru_api`.
 
 (Neither matches a settings field, so the `KBFLOW_*` override loop never picks a key up.)
 """

@@ -29,8 +29,8 @@ def need(path: Path) -> Path:
 def parsed_dir_of(path: Path, home: Path) -> Path:
     """Parse one real document (skipping when ../shared is absent) and return its parsed folder."""
     from schemas.settings import load_settings
-    from tasks.discover import discover
-    from tasks.parse import parse_source
+    from tasks.ingest.discover import discover
+    from tasks.ingest.parse import parse_source
 
     settings = load_settings(home)
     found = discover([need(path)], settings)

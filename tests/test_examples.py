@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from tasks.content_list import normalize_parsed
-from tasks.discover import discover
-from tasks.parse import parse_source
+from tasks.ingest.content_list import normalize_parsed
+from tasks.ingest.discover import discover
+from tasks.ingest.parse import parse_source
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from schemas.settings import load_settings
-from tasks.chunk import build_chunks
-from tasks.discover import discover
-from tasks.parse import parse_source
+from tasks.ingest.chunk import build_chunks
+from tasks.ingest.discover import discover
+from tasks.ingest.parse import parse_source
 from tests.conftest import CVPR_DIR, DOCS, SVOLT_DIR, need
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable, Sequence
 import duckdb
 
 from schemas.chunk import CHUNK_TYPES
-from tasks.land import atomic_path
+from tasks.common.files import atomic_path
 from warehouse import db
 
 TOP_DOCUMENTS = 25  # documents in the chunk-type chart; the rest are counted, not drawn

@@ -7,7 +7,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def shared_e5_model(tmp_path_factory):
-    from tasks.e5_convert import ensure_converted
+    from tasks.index.e5_convert import ensure_converted
 
     return ensure_converted(tmp_path_factory.mktemp("models"))
 

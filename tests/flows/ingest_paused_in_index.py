@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from flows import cli
-from tasks import vector_index
+from tasks.index import vector_index
 
 
 def _pause_after_first_upsert(upsert):

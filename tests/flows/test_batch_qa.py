@@ -12,7 +12,7 @@ from flows import batch_qa as batch_qa_module
 from flows.batch_qa import batch_qa
 from flows.cli import main
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM
-from tasks.answer import NOT_FOUND
+from tasks.qa.answer import NOT_FOUND
 from tests.http_fakes import FakeServer, chat_reply
 from warehouse import db
 

@@ -9,7 +9,7 @@ import pytest
 from flows.cli import main
 from flows.ingest import ingest, ingest_flow
 from schemas.settings import load_settings
-from tasks.index import check
+from tasks.index.sync import check
 from tests.conftest import DOCS, REPO, need
 from warehouse import db
 
@@ -50,7 +50,7 @@ def test_dask_local_cluster_gives_the_default_runners_chunks(prefect_harness, co
         # worker loads the embedding model once, not per document
         executed = client.run(lambda dask_worker: dask_worker.state.executed_count)
         assert len(executed) == 2 and min(executed.values()) >= 1 and sum(executed.values()) >= 15
-        models = client.run(lambda: len(__import__("tasks.index", fromlist=["x"])._process_embedders))
+        models = client.run(lambda: len(__import__("tasks.index.sync", fromlist=["x"])._process_embedders))
         assert set(models.values()) <= {0, 1} and sum(models.values()) >= 1
 
     assert summary.runner == "dask" and summary.landed == 5 and summary.failed == 0

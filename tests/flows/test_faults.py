@@ -25,9 +25,9 @@ import pytest
 
 from flows.ingest import ingest
 from schemas.settings import load_settings
-from tasks import vector_index
-from tasks.bm25_index import BM25Index
-from tasks.index import check
+from tasks.index import vector_index
+from tasks.index.bm25 import BM25Index
+from tasks.index.sync import check
 from tests.conftest import DOCS, REPO, need
 from warehouse import db
 
@@ -278,7 +278,7 @@ def test_exception_inside_the_duckdb_swap_keeps_the_old_version_whole(prefect_ha
 
 def test_the_flow_itself_refuses_while_another_writer_holds_the_home(prefect_harness, tmp_path):
     """A deployment run goes through the flow, not the CLI: the flow takes the lock itself."""
-    from tasks.lock import IngestLockedError, write_lock
+    from tasks.common.lock import IngestLockedError, write_lock
 
     corpus, _, home = _two_docs(tmp_path)
     with write_lock(home, kb=KB, run_id="other-run", what="rm"):

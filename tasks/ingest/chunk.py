@@ -1,0 +1,62 @@
+"""Chunk: a parsed MinerU folder → the document's final chunks, through the named stages in order.
+
+normalize (content_list v2/v1) → cross-page tables → heading levels → section paths → captions
+→ post-processing passes → images copied by content MD5 → LLM/VLM enrichment (only when an
+endpoint is configured) → semantic_content → BM25 tokens (stored with the chunk) → ids.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from schemas.chunk import Chunk, assign_ids
+from schemas.settings import Settings
+from tasks.common.text import tokenize_many
+from tasks.ingest.content_list import Normalized, normalize_parsed
+from tasks.ingest.enrich import EnrichStats, build_semantic_content, enrich_chunks
+from tasks.ingest.headings import HeadingRules, assign_heading_levels, assign_section_paths
+from tasks.ingest.images import attach_captions, copy_images
+from tasks.ingest.postprocess import ChunkingSettings, postprocess
+from tasks.ingest.tables import merge_cross_page_tables
+
+
+@dataclass
+class ChunkedDocument:
+    chunks: list[Chunk]
+    normalized: Normalized  # counts of the items dropped at normalization
+    items_normalized: int  # chunks before the passes (for before/after quality figures)
+    images_copied: int
+    images_missing: int
+    enrichment: EnrichStats = field(default_factory=EnrichStats)  # VLM/LLM calls, cache hits, fallbacks
+
+
+def chunking_settings(settings: Settings) -> ChunkingSettings:
+    return ChunkingSettings(settings.min_merge_size, settings.max_merged_size, settings.max_chunk_size)
+
+
+def heading_rules(settings: Settings) -> HeadingRules:
+    return HeadingRules(max_chars={1: settings.heading_max_h1, 2: settings.heading_max_h2, 3: settings.heading_max_h3},
+                        max_chars_deeper=settings.heading_max_h3)
+
+
+def structure(normalized: Normalized, settings: Settings) -> list[Chunk]:
+    """Normalized items with merged tables, reliable heading levels, section paths and captions."""
+    chunks = merge_cross_page_tables(normalized.chunks)
+    chunks = assign_section_paths(assign_heading_levels(chunks, heading_rules(settings)))
+    return attach_captions(chunks, max_caption_len=settings.caption_max_chars,
+                           context_chars=settings.image_context_chars)
+
+
+def build_chunks(parsed_dir: Path, settings: Settings, *, kb: str, doc_md5: str, source: str) -> ChunkedDocument:
+    normalized = normalize_parsed(parsed_dir, keep_furniture=settings.keep_furniture)
+    structured = structure(normalized, settings)
+    items = len(structured)
+    chunks = postprocess(structured, chunking_settings(settings))
+    copied = copy_images(chunks, parsed_dir, settings.images_dir)
+    enrichment = enrich_chunks(chunks, settings.images_dir, settings)
+    build_semantic_content(chunks)
+    for chunk, tokens in zip(chunks, tokenize_many([c.semantic_content for c in chunks],
+                                                   settings.bm25_user_dict or None)):
+        chunk.tokens = tokens
+    assign_ids(chunks, kb=kb, doc_md5=doc_md5, source=source)
+    return ChunkedDocument(chunks, normalized, items, copied.copied, len(copied.missing), enrichment)

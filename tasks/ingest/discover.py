@@ -1,0 +1,283 @@
+"""Discover: expand the given paths into source files, each with its streamed MD5.
+
+Every path that cannot be ingested becomes a `Rejection` with a reason; nothing here raises for
+one bad file. MinerU output folders and result zips are sources of their own (the `import`
+backend), never walked into.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import zipfile
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from schemas import errors
+from schemas.settings import Settings
+from tasks.common.files import file_md5, files_md5
+
+# What MinerU 4 flash parses in-process without model weights (text-layer PDFs included).
+MINERU_EXTENSIONS = frozenset(
+    {"pdf", "doc", "docx", "ppt", "pptx", "xls", "xlsx", "rtf", "odt", "ods", "odp",
+     "html", "htm", "shtml", "mhtml", "mht", "csv", "tsv", "epub", "ofd"}
+)
+MARKDOWN_EXTENSIONS = frozenset({"md", "markdown", "mdx"})
+TEXT_EXTENSIONS = frozenset({"txt", "text"})
+OOXML_EXTENSIONS = frozenset({"docx", "pptx", "xlsx"})
+# The top folder names of MinerU's own output layouts (2.x `auto/`, 3.x `office/`, `hybrid_auto/`, ...).
+MINERU_LAYOUT_DIRS = frozenset({"auto", "office", "hybrid_auto", "vlm", "txt", "ocr", "pipeline"})
+
+DOC_TYPES = {
+    "pdf": "pdf", "doc": "word", "docx": "word", "odt": "word", "rtf": "word",
+    "ppt": "powerpoint", "pptx": "powerpoint", "odp": "powerpoint",
+    "xls": "excel", "xlsx": "excel", "ods": "excel", "csv": "excel", "tsv": "excel",
+    "html": "html", "htm": "html", "shtml": "html", "mhtml": "html", "mht": "html",
+    "epub": "ebook", "ofd": "ofd", "md": "markdown", "markdown": "markdown", "mdx": "markdown",
+    "txt": "text", "text": "text",
+}
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: Path  # absolute
+    source: str  # display name, unique within a run: path relative to the given root
+    md5: str
+    size_bytes: int
+    kind: str  # "mineru" (parse with MinerU), "markdown", "text", "mineru_output" (import)
+    doc_type: str
+
+
+@dataclass(frozen=True)
+class Rejection:
+    path: str
+    md5: str
+    error_kind: str
+    reason: str
+
+    @classmethod
+    def of(cls, exc: errors.KbflowError, md5: str = "") -> "Rejection":
+        return cls(path=exc.path, md5=md5, error_kind=type(exc).__name__, reason=exc.reason)
+
+
+@dataclass
+class Discovery:
+    sources: list[SourceFile] = field(default_factory=list)
+    rejected: list[Rejection] = field(default_factory=list)
+
+
+def mineru_output_files(folder: Path) -> list[Path]:
+    """The content lists of a MinerU output folder (any version's naming), empty if it is not one."""
+    return sorted(p for p in folder.glob("*content_list*.json") if p.is_file())
+
+
+def is_mineru_zip(path: Path) -> bool:
+    try:
+        with zipfile.ZipFile(path) as zf:
+            return any(Path(n).name.endswith(("content_list.json", "content_list_v2.json")) for n in zf.namelist())
+    except (zipfile.BadZipFile, OSError):
+        return False
+
+
+def folder_md5(files: list[Path]) -> str:
+    """Identity of an imported MinerU folder: the MD5 over its content lists' names and bytes."""
+    return files_md5(files)
+
+
+def _check_magic(path: Path, ext: str) -> None:
+    """Cheap corruption checks: a wrong or truncated container is rejected before parsing."""
+    with path.open("rb") as fh:
+        head = fh.read(8)
+    if ext == "pdf":
+        if not head.startswith(b"%PDF-"):
+            raise errors.CorruptFileError(str(path), "not a PDF (missing %PDF- header)")
+        with path.open("rb") as fh:
+            fh.seek(max(0, path.stat().st_size - 2048))
+            if b"%%EOF" not in fh.read():
+                raise errors.CorruptFileError(str(path), "truncated PDF (no %%EOF marker)")
+        _check_pdf_opens(path)
+    elif ext in OOXML_EXTENSIONS and head.startswith(OLE2_MAGIC):
+        # Office writes a password-protected .docx/.xlsx/.pptx as an encrypted OLE2 container
+        raise errors.EncryptedFileError(
+            str(path), f"password-protected (encrypted) .{ext}, or an old binary Office file renamed to .{ext}; "
+                       "save it without a password and ingest it again")
+    elif ext in OOXML_EXTENSIONS:
+        try:
+            with zipfile.ZipFile(path) as zf:
+                if "[Content_Types].xml" not in zf.namelist():
+                    raise errors.CorruptFileError(str(path), f"not an Office Open XML .{ext} package")
+                bad = zf.testzip()
+                if bad is not None:
+                    raise errors.CorruptFileError(str(path), f"damaged zip member {bad!r}")
+        except zipfile.BadZipFile as exc:
+            raise errors.CorruptFileError(str(path), f"not a valid .{ext} (zip) file: {exc}") from None
+        except (zlib.error, EOFError, NotImplementedError) as exc:  # a damaged compressed member
+            raise errors.CorruptFileError(str(path), f"damaged .{ext} (zip) content: {exc}") from None
+    elif ext in MARKDOWN_EXTENSIONS | TEXT_EXTENSIONS:
+        with path.open("rb") as fh:
+            sample = fh.read(65536)
+        if b"\x00" in sample:
+            raise errors.CorruptFileError(str(path), "binary content in a text file")
+        try:
+            sample.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if exc.start < len(sample) - 4:  # a multi-byte char cut at the sample end is fine
+                try:
+                    sample.decode("gb18030")
+                except UnicodeDecodeError:
+                    raise errors.CorruptFileError(str(path), "text is neither UTF-8 nor GB18030") from None
+
+
+OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+
+
+def _check_pdf_opens(path: Path) -> None:
+    """Open the PDF with PDFium (MinerU's own PDF library; pages are not loaded): a password or a
+    damaged cross-reference table is reported here, with a reason, instead of as a parser crash."""
+    try:
+        import pypdfium2 as pdfium
+    except ImportError:  # MinerU absent: the parse stage says so
+        return
+    try:
+        pdfium.PdfDocument(str(path)).close()
+    except pdfium.PdfiumError as exc:
+        message = str(exc)
+        if "password" in message.lower():
+            raise errors.EncryptedFileError(
+                str(path), "password-protected PDF: it cannot be opened without its password; decrypt it "
+                           "(e.g. `qpdf --decrypt --password=... in.pdf out.pdf`) and ingest the copy") from None
+        raise errors.CorruptFileError(str(path), f"damaged PDF: PDFium cannot open it ({message})") from None
+
+
+def classify(path: Path, settings: Settings) -> tuple[str, str]:
+    """Return (kind, doc_type) for a file, or raise a RejectedFileError."""
+    if not path.exists():
+        raise errors.MissingFileError(str(path), "no such file")
+    if not os.access(path, os.R_OK):
+        raise errors.RejectedFileError(str(path), "not readable (permission denied)")
+    size = path.stat().st_size
+    if size == 0:
+        raise errors.EmptyFileError(str(path), "empty file (0 bytes)")
+    if size > settings.max_file_bytes:
+        raise errors.FileTooLargeError(
+            str(path), f"{size / 1048576:.1f} MB exceeds the {settings.max_file_mb:g} MB limit (max_file_mb)")
+    ext = path.suffix.lower().lstrip(".")
+    if ext == "zip":
+        if is_mineru_zip(path):
+            return "mineru_output", "mineru"
+        raise errors.UnsupportedFileError(str(path), "zip without a MinerU *_content_list.json")
+    if ext == "json" and path.name.endswith(("content_list.json", "content_list_v2.json")):
+        raise errors.UnsupportedFileError(str(path), "pass the MinerU output folder, not one of its files")
+    if ext in MARKDOWN_EXTENSIONS:
+        kind = "markdown"
+    elif ext in TEXT_EXTENSIONS:
+        kind = "text"
+    elif ext in MINERU_EXTENSIONS:
+        kind = "mineru"
+    else:
+        raise errors.UnsupportedFileError(str(path), f"unsupported file type '.{ext or path.name}'")
+    _check_magic(path, ext)
+    return kind, DOC_TYPES.get(ext, ext)
+
+
+def _walk(root: Path, linked_dirs: list[Path] | None = None) -> tuple[list[Path], list[Path]]:
+    """Files and MinerU output folders under root; symlinked folders are not followed (no loops),
+    and are listed in `linked_dirs` when given."""
+    files: list[Path] = []
+    mineru_dirs: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        here = Path(dirpath)
+        if mineru_output_files(here):
+            mineru_dirs.append(here)
+            dirnames[:] = []
+            continue
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        if linked_dirs is not None:
+            linked_dirs.extend(here / d for d in dirnames if (here / d).is_symlink())
+        files.extend(here / f for f in sorted(filenames) if not f.startswith("."))
+    return files, mineru_dirs
+
+
+def _dangling_reason(path: Path) -> tuple[str, str]:
+    """(error kind, reason) of a symlink that does not resolve to a file."""
+    try:
+        path.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return errors.SymlinkLoopError.__name__, "symlink loop (the link resolves back to itself)"
+    return errors.MissingFileError.__name__, "broken symlink"
+
+
+def _source_name(path: Path, root: Path) -> str:
+    """Name a source by its path relative to the given folder (the file name for a given file)."""
+    return path.name if path == root else path.relative_to(root).as_posix()
+
+
+def _mineru_dir_source(folder: Path, root: Path) -> str:
+    # `<out>/<doc>/auto/` is named after <doc>, not after `auto`.
+    named = folder.parent if folder.name in MINERU_LAYOUT_DIRS else folder
+    if folder == root or named == root:
+        return named.name
+    return _source_name(named, root)
+
+
+def discover(paths: list[str | os.PathLike], settings: Settings) -> Discovery:
+    found = Discovery()
+    seen_md5: dict[str, str] = {}
+    seen_sources: set[str] = set()
+
+    def add(path: Path, source: str, kind: str, doc_type: str, md5: str, size: int) -> None:
+        if source in seen_sources:  # same relative name under two given folders
+            source = path.as_posix().lstrip("/")
+        seen_sources.add(source)
+        if md5 in seen_md5:
+            found.rejected.append(Rejection.of(
+                errors.DuplicateFileError(str(path), f"same content as {seen_md5[md5]} (skipped)"), md5))
+            return
+        seen_md5[md5] = source
+        found.sources.append(SourceFile(path, source, md5, size, kind, doc_type))
+
+    for given in paths:
+        root = Path(given).expanduser().absolute()
+        if root.is_dir():
+            if mineru_output_files(root):
+                files, mineru_dirs = [], [root]
+            else:
+                linked: list[Path] = []
+                try:
+                    files, mineru_dirs = _walk(root, linked)
+                except OSError as exc:
+                    found.rejected.append(Rejection(str(root), "", "RejectedFileError", f"cannot list folder: {exc}"))
+                    continue
+                for link in linked:
+                    found.rejected.append(Rejection(
+                        str(link), "", "UnsupportedFileError",
+                        "symlinked folder not followed (so a link loop cannot trap the walk); "
+                        "give its target as a PATH to ingest it"))
+            for folder in mineru_dirs:
+                lists = mineru_output_files(folder)
+                add(folder, _mineru_dir_source(folder, root), "mineru_output",
+                    "mineru", folder_md5(lists), sum(p.stat().st_size for p in lists))
+            if not files and not mineru_dirs:
+                found.rejected.append(Rejection(str(root), "", "MissingFileError", "folder holds no files"))
+        else:
+            files = [root]
+        for path in files:
+            if path.is_symlink() and not path.exists():
+                found.rejected.append(Rejection(str(path), "", *_dangling_reason(path)))
+                continue
+            try:
+                kind, doc_type = classify(path, settings)
+                md5 = file_md5(path)
+            except errors.RejectedFileError as exc:
+                found.rejected.append(Rejection.of(exc))
+                continue
+            except OSError as exc:  # e.g. a symlink loop or a file removed while walking
+                found.rejected.append(Rejection(str(path), "", "RejectedFileError", f"cannot read: {exc.strerror or exc}"))
+                continue
+            except Exception as exc:  # a check tripping over a malformed file must not stop discovery
+                found.rejected.append(Rejection(str(path), "", "CorruptFileError",
+                                                f"cannot be checked ({type(exc).__name__}: {str(exc)[:200]})"))
+                continue
+            add(path, _source_name(path, root if root.is_dir() else path), kind, doc_type, md5, path.stat().st_size)
+    return found

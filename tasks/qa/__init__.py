@@ -1,0 +1,1 @@
+"""Batch QA: questions → retrieval → context → cited answers → results, traces and metrics."""

@@ -1,0 +1,172 @@
+"""Context: expand the ranked chunks by section PREFIX, filter by score, fit a character budget.
+
+- `expand_batch` (seed 000 §5.2 [25], seed defect 000 §13.3 item 2): the neighbours of each seed
+  chunk — the same source, chunk_index from 1 before to 8 after, and a section path equal to the
+  seed's or *under* it ("三、… > （一）…" is under "三、…"; the seed matched sections exactly, so a
+  parent heading never pulled its sub-sections). Read from DuckDB `chunks` (the record), one query
+  per batch of questions; at most CONTEXT_EXPANSION_MAX_CHUNKS per question. Seeds: chunks with a
+  rerank score ≥ 0.3 (the seed's "expansion 2") or, on the rrf scale, the top ranked ones.
+- `order_for_prompt` (seed 001 §7.1): on the rerank scale drop chunks under RERANK_CONTEXT_MIN_SCORE,
+  except a table beside a passing chunk of its section (≥ min × 0.3) and figures (≥ min × 0.5).
+- `build_context` (seed 001 §7.2): group by (source, section), chunks in document order inside a
+  group, groups by their best score; add groups until CONTEXT_MAX_CHARS (8000), past
+  CONTEXT_SOFT_LIMIT (6000) only groups nearly as strong as the best; at most MAX_CONTEXT_CHUNKS
+  text chunks; a table is never cut or dropped from an admitted group. Each chunk is shown with
+  its `[ref:chunk_id]` so the answer can cite it.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from schemas.arrow import from_table
+from schemas.chunk import CHART, IMAGE, TABLE, Chunk
+from schemas.qa import RERANK
+from schemas.settings import Settings
+from tasks.qa.retriever import CHUNK_COLUMNS
+from tasks.qa.types import Candidate, Retrieval, evidence_text
+
+
+@dataclass
+class Context:
+    """The evidence given to the answerer, in prompt order, and its rendered text."""
+
+    chunks: list[Candidate] = field(default_factory=list)
+    text: str = ""
+
+    @property
+    def chunk_ids(self) -> list[str]:
+        return [c.chunk_id for c in self.chunks]
+
+    @property
+    def chars(self) -> int:
+        return len(self.text)
+
+
+def expansion_seeds(retrieval: Retrieval, settings: Settings) -> list[Candidate]:
+    kept = retrieval.ranked[:retrieval.kept]
+    if retrieval.score_scale == RERANK:
+        kept = [c for c in kept if c.score >= settings.context_expansion_seed_min_rerank]
+    return [c for c in kept if c.chunk is not None][:settings.context_expansion_max_seeds]
+
+
+def expand_batch(db_path: Path, kb: str, retrievals: Sequence[Retrieval], settings: Settings) -> list[list[Candidate]]:
+    """Per retrieval, its seeds' section-prefix neighbours not already ranked (each once), nearest
+    first, capped; a neighbour carries its seed's score and `expanded_from`."""
+    from warehouse import db
+
+    out: list[list[Candidate]] = [[] for _ in retrievals]
+    if not settings.context_expansion_enabled or not retrievals:
+        return out
+    seeds = [(qi, rank, c) for qi, r in enumerate(retrievals) for rank, c in enumerate(expansion_seeds(r, settings))]
+    if not seeds:
+        return out
+    cols = ", ".join(f"c.{name}" for name in CHUNK_COLUMNS)
+    # the seeds travel as parallel list parameters (no registered Python objects: the read-only
+    # connection has external access disabled)
+    sql = f"""
+        WITH seeds AS (
+            SELECT unnest(?::BIGINT[]) AS qi, unnest(?::BIGINT[]) AS seed_rank, unnest(?::VARCHAR[]) AS seed_id,
+                   unnest(?::VARCHAR[]) AS seed_source, unnest(?::VARCHAR[]) AS seed_section,
+                   unnest(?::BIGINT[]) AS seed_index)
+        SELECT s.qi, s.seed_id, {cols}
+        FROM seeds s JOIN chunks c
+          ON c.kb = ? AND c.source = s.seed_source
+         AND c.chunk_index BETWEEN s.seed_index - ? AND s.seed_index + ? AND c.chunk_index <> s.seed_index
+         AND (s.seed_section = '' OR c.section_path = s.seed_section
+              OR starts_with(c.section_path, s.seed_section || ' > '))
+        ORDER BY s.qi, s.seed_rank, c.chunk_index < s.seed_index, abs(c.chunk_index - s.seed_index)"""
+    params = [[qi for qi, _, _ in seeds], [rank for _, rank, _ in seeds], [c.chunk_id for _, _, c in seeds],
+              [c.chunk.source for _, _, c in seeds], [c.chunk.section_path for _, _, c in seeds],
+              [c.chunk.chunk_index for _, _, c in seeds],
+              kb, settings.context_expansion_before, settings.context_expansion_after]
+    with db.connect(db_path, read_only=True) as con:
+        rows = con.sql(sql, params=params).to_arrow_table()
+    chunks = from_table(rows.drop_columns(["qi", "seed_id"]), Chunk)
+    seed_of = {(qi, c.chunk_id): c for qi, _, c in seeds}
+    taken = [{c.chunk_id for c in r.ranked} for r in retrievals]
+    for qi, seed_id, chunk in zip(rows.column("qi").to_pylist(), rows.column("seed_id").to_pylist(), chunks):
+        if chunk.chunk_id in taken[qi] or len(out[qi]) >= settings.context_expansion_max_chunks:
+            continue
+        taken[qi].add(chunk.chunk_id)
+        seed = seed_of[(qi, seed_id)]
+        out[qi].append(Candidate(chunk.chunk_id, score=seed.score, expanded_from=seed_id, chunk=chunk))
+    return out
+
+
+def order_for_prompt(cands: Sequence[Candidate], scale: str, settings: Settings) -> list[Candidate]:
+    """Drop what scores under the context minimum (rerank scale only; RRF carries no absolute
+    meaning, seed 002), with the seed's table and figure protections. Order is kept."""
+    if scale != RERANK:
+        return list(cands)
+    low = settings.context_min_score
+    passing_sections = {(c.source, c.section) for c in cands if c.score >= low and c.chunk
+                        and c.chunk.chunk_type not in (TABLE, IMAGE, CHART)}
+    out = []
+    for c in cands:
+        kind = c.chunk.chunk_type if c.chunk else ""
+        if c.score >= low:
+            out.append(c)
+        elif (kind == TABLE and (c.source, c.section) in passing_sections
+              and c.score >= low * settings.table_min_score_factor):
+            out.append(c)
+        elif kind in (IMAGE, CHART) and c.score >= low * settings.chart_min_score_factor:
+            out.append(c)
+    return out
+
+
+def _header(source: str, section: str) -> str:
+    return f"━ {source} · {section} ━" if section else f"━ {source} ━"
+
+
+def _line(c: Candidate) -> str:
+    return f"[ref:{c.chunk_id}] {evidence_text(c.chunk).strip()}"
+
+
+def build_context(cands: Sequence[Candidate], settings: Settings) -> Context:
+    """Fit the candidates into the character budget, grouped by (source, section) in chunk order."""
+    groups: dict[tuple[str, str], list[tuple[int, Candidate]]] = {}
+    for rank, c in enumerate(cands):
+        if c.chunk is not None:
+            groups.setdefault((c.source, c.section), []).append((rank, c))
+    # groups by their best score, then by their best rank (stable for equal scores)
+    order = sorted(groups.items(), key=lambda kv: (-max(c.score for _, c in kv[1]), min(r for r, _ in kv[1])))
+    best = max((c.score for c in cands if c.chunk is not None), default=0.0)
+    used, text_chunks = 0, 0
+    blocks: list[str] = []
+    chosen: list[Candidate] = []
+    for (source, section), members in order:
+        group_score = max(c.score for _, c in members)
+        if used >= settings.context_soft_limit and group_score < settings.context_soft_admit_ratio * best:
+            continue
+        header = _header(source, section)
+        budget = settings.context_max_chars - used - len(header) - 1
+        # what to keep of the group: tables always, then ranked chunks by rank, then expanded ones
+        priority = sorted(members, key=lambda rc: (rc[1].chunk.chunk_type != TABLE, bool(rc[1].expanded_from), rc[0]))
+        picked = []
+        for _, c in priority:
+            is_table = c.chunk.chunk_type == TABLE
+            cost = len(_line(c)) + 1
+            if is_table or (cost <= budget and text_chunks < settings.max_context_chunks):
+                picked.append(c)
+                budget -= cost
+                text_chunks += 0 if is_table else 1
+        if not picked:
+            continue
+        picked.sort(key=lambda c: c.chunk.chunk_index)
+        block = "\n".join([header] + [_line(c) for c in picked])
+        blocks.append(block)
+        chosen.extend(picked)
+        used += len(block) + 2
+    return Context(chosen, "\n\n".join(blocks))
+
+
+def contexts_for(retrievals: Sequence[Retrieval], expansions: Sequence[Sequence[Candidate]],
+                 settings: Settings) -> list[Context]:
+    """Ranked chunks (+ their expansions) → min-score order → budget, per question."""
+    out = []
+    for r, extra in zip(retrievals, expansions):
+        cands = order_for_prompt(list(r.ranked) + [replace(c) for c in extra], r.score_scale, settings)
+        out.append(build_context(cands, settings))
+    return out

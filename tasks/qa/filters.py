@@ -1,0 +1,124 @@
+"""Filters and selection (seed 000 §5.2): status/source/section filters and the chapter a question
+names, MMR de-duplication (Jaccard over BM25 terms), and adaptive top-k on the list's own scale."""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from schemas.qa import RERANK
+from schemas.settings import Settings
+from tasks.qa.types import Candidate
+
+_ENUM_QUERY = re.compile(r"有哪些|有哪几|哪几[个种类项条]|包括哪|包含哪|列举|列出|分别是|分别有|都有什么|有几[个种类项条]|几个方面|"
+                         r"哪些方面|主要内容|\blist\b|\bwhat are the\b", re.IGNORECASE)
+# "第三章", "第12条", "第二节" in a question: a chapter the answer must come from (seed 000 §5.2 [17])
+_CHAPTER = re.compile(r"第[一二三四五六七八九十百千零〇两\d]+[编章节条款篇部]")
+
+
+def is_enum_query(question: str) -> bool:
+    """Enumeration questions ("有哪些…") want several alike chunks: MMR uses the milder lambda."""
+    return bool(_ENUM_QUERY.search(question))
+
+
+def chapter_markers(question: str) -> list[str]:
+    return _CHAPTER.findall(question)
+
+
+def in_section(section_path: str, prefix: str) -> bool:
+    """Section prefix match on whole path components: "第一章" holds "第一章 > 1.1" but not "第一章节"."""
+    return not prefix or section_path == prefix or section_path.startswith(prefix + " > ")
+
+
+
+def filter_candidates(cands: Sequence[Candidate], *, inactive: set[str] | frozenset[str] = frozenset(),
+                      sources: Sequence[str] | None = None, section: str | None = None,
+                      chapters: Sequence[str] = ()) -> list[Candidate]:
+    """Status, source and section filters (seed 000 §5.2 [14], [17], [22]). A candidate DuckDB does
+    not know is dropped (DuckDB is the record). `chapters` (markers from the question) narrow the
+    list only when some candidate's section carries one."""
+    wanted = set(sources or ())
+    out = [c for c in cands if c.chunk is not None and c.chunk_id not in inactive
+           and (not wanted or c.chunk.source in wanted) and (not section or in_section(c.chunk.section_path, section))]
+    if chapters:
+        narrowed = [c for c in out if any(m in c.chunk.section_path for m in chapters)]
+        if narrowed:
+            out = narrowed
+    return out
+
+
+def jaccard_matrix(token_lists: Sequence[Sequence[str]]) -> np.ndarray:
+    """Pairwise Jaccard similarity of the candidates' term sets (dense n × n, float32)."""
+    n = len(token_lists)
+    vocab: dict[str, int] = {}
+    rows, cols = [], []
+    for i, tokens in enumerate(token_lists):
+        for t in set(tokens):
+            rows.append(i)
+            cols.append(vocab.setdefault(t, len(vocab)))
+    if not vocab:
+        return np.zeros((n, n), dtype=np.float32)
+    x = sp.csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols)), shape=(n, len(vocab)))
+    inter = (x @ x.T).toarray()
+    sizes = np.asarray(x.sum(axis=1)).ravel()
+    union = sizes[:, None] + sizes[None, :] - inter
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(union > 0, inter / union, 0.0).astype(np.float32)
+
+
+def mmr_order(relevance: Sequence[float], similarity: np.ndarray, k: int, lam: float) -> list[int]:
+    """Maximal marginal relevance: indices of up to k items, each maximizing
+    lam · relevance − (1 − lam) · (max similarity to those already chosen). Relevance is scaled
+    by its maximum so lam means the same on every scale."""
+    rel = np.asarray(relevance, dtype=np.float64)
+    n = len(rel)
+    if n == 0 or k <= 0:
+        return []
+    top = rel.max()
+    rel = rel / top if top > 0 else rel
+    chosen: list[int] = []
+    max_sim = np.zeros(n)
+    free = np.ones(n, dtype=bool)
+    for _ in range(min(k, n)):
+        gain = np.where(free, lam * rel - (1 - lam) * max_sim, -np.inf)
+        best = int(np.argmax(gain))  # ties → the earlier (better fused) candidate
+        chosen.append(best)
+        free[best] = False
+        max_sim = np.maximum(max_sim, similarity[best])
+    return chosen
+
+
+def mmr(cands: Sequence[Candidate], k: int, lam: float) -> list[Candidate]:
+    """MMR de-duplication with Jaccard over BM25 terms (seed 000 §11 MMR_USE_EMBEDDING=false).
+    MMR decides which k candidates survive; they keep their fused order (the reranker, or the
+    answerer, sees the most relevant first)."""
+    if len(cands) <= k:
+        return list(cands)
+    sim = jaccard_matrix([c.chunk.tokens if c.chunk else [] for c in cands])
+    # selection only: on rgb_zh_refine_dev (bench/retrieval.py) MMR's own order cost 2.4 points of hit@5
+    keep = sorted(mmr_order([c.score for c in cands], sim, k, lam))
+    return [cands[i] for i in keep]
+
+
+def adaptive_top_k(scores: Sequence[float], scale: str, settings: Settings) -> int:
+    """How many ranked chunks to keep: few when the top one is strong, more when it is weak
+    (seed 000 §5.2 [26]), on the list's own scale; on the rerank scale chunks under
+    `context_min_score` are never kept (they are the rescues' to bring back)."""
+    if not scores:
+        return 0
+    if scale == RERANK:
+        passing = sum(1 for s in scores if s >= settings.context_min_score)
+        high, low = settings.adaptive_high_rerank, settings.adaptive_low_rerank
+    else:
+        passing = len(scores)
+        high, low = settings.adaptive_high_rrf, settings.adaptive_low_rrf
+    k = settings.top_k
+    if settings.adaptive_topk_enabled:
+        if scores[0] >= high:
+            k = settings.adaptive_topk_min
+        elif scores[0] < low:
+            k = settings.adaptive_topk_max
+    return max(0, min(k, passing))
+

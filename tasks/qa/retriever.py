@@ -1,0 +1,284 @@
+"""Retrieval (SPEC §4; seed 000 §5.2, seed 001 §4-§5, seed 002): recall channels → RRF → filters →
+MMR → cross-encoder rerank → adaptive top-k → rescues (`tasks.qa.rescue`).
+
+Each stage is a plain function over `Candidate`s; `Retriever` loads the embedder, the Chroma
+collection, the BM25 index and the optional reranker once per run and answers a batch of
+questions with one query-embedding call, one Chroma query per channel, one BM25 sparse product,
+one DuckDB read and one cross-encoder call. DuckDB is the record: chunk text, section path and
+BM25 terms of the candidates come from its `chunks` table, never from Chroma's documents.
+
+Fusion: weighted RRF (k = 60) whose per-question weights follow how sharply each channel singles
+out its first hit (the seed's DYNAMIC_RRF_ENABLED, formula ours: an e5 channel whose cosines are
+all alike says little); the image/table channel recalls figures beyond the vector channel's depth
+and ranks them where their cosine falls among the vector hits (ranked on their own, the first
+figure would outrank the best text for every question).
+
+Scores live on named scales (seed 002: they do not compare): the fused score is RRF normalized to
+[0, 1] (1 = ranked first by every text channel and query), a reranked list carries cross-encoder
+probabilities. Adaptive top-k reads the list's own scale, so it works after a rerank too (seed
+defect 000 §6.3: the seed skipped it whenever the scores had come through RRF).
+
+Order: adaptive top-k runs before the rescues on purpose. The rescues are the safety net for what a
+truncation or a low score dropped (seed 000 §8.1 case B: "被 rerank top_k 截断"); what they save is
+appended after the kept chunks and survives the cut.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from schemas.arrow import from_table
+from schemas.chunk import Chunk
+from schemas.qa import RERANK, RRF
+from schemas.settings import Settings
+from tasks.qa.filters import adaptive_top_k, chapter_markers, filter_candidates, in_section, is_enum_query, mmr
+from tasks.qa.fusion import dynamic_weights, figures_on_vector_scale, rrf_fuse
+from tasks.qa.rerank import Reranker, rerank
+from tasks.qa.rescue import rescue
+from tasks.qa.types import (BM25, FIGURE, FIGURE_TYPES, MODES, VECTOR, Candidate, ChannelHits, Retrieval,
+                            evidence_text)
+
+# columns read from DuckDB for every candidate (not table_html, bbox, ...: the answerer needs none)
+CHUNK_COLUMNS = ("chunk_id", "source", "doc_md5", "chunk_index", "chunk_type", "section_path", "text_level",
+                 "title", "content", "semantic_content", "caption", "table_summary", "tokens", "page_start",
+                 "page_end")
+
+
+# ------------------------------------------------------------------------------------------------
+# the record
+
+
+def fetch_chunks(db_path: Path, kb: str, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
+    """Chunk records by id from DuckDB's `chunks` (one query for a whole batch)."""
+    from warehouse import db
+
+    ids = sorted(set(chunk_ids))
+    if not ids:
+        return {}
+    cols = ", ".join(CHUNK_COLUMNS)
+    with db.connect(db_path, read_only=True) as con:
+        table = con.sql(f"SELECT {cols} FROM chunks WHERE kb = ? AND chunk_id IN (SELECT unnest(?::VARCHAR[]))",
+                        params=[kb, ids]).to_arrow_table()
+    return {c.chunk_id: c for c in from_table(table, Chunk)}
+
+
+# ------------------------------------------------------------------------------------------------
+# the retriever
+
+
+class Retriever:
+    """Recall → … → rescues for batches of questions against one knowledge base."""
+
+    def __init__(self, settings: Settings, kb: str, *, embedder=None, reranker: Reranker | None = None,
+                 bm25=None, collection=None):
+        from tasks.index import vector_index
+        from tasks.index.bm25 import BM25Index
+
+        self.settings, self.kb = settings, kb
+        self.collection = collection if collection is not None else vector_index.collection(settings, kb)
+        self.size = self.collection.count()
+        if bm25 is None:
+            bm25_dir = settings.bm25_dir / kb
+            bm25 = BM25Index.load(bm25_dir) if bm25_dir.exists() else BM25Index()
+        self.bm25 = bm25
+        self._embedder = embedder
+        if reranker is None and settings.rerank_model:
+            reranker = Reranker(settings.rerank_model, batch_size=settings.rerank_batch_size,
+                                max_length=settings.rerank_max_length)
+        self.reranker = reranker
+        # the KB does not change during a run: which chunks are not active, whether any figure exists
+        self.inactive = frozenset(self.collection.get(where={"status": {"$ne": "active"}}, include=[])["ids"]) \
+            if self.size else frozenset()
+        self.has_figures = bool(self.size and self.collection.get(
+            where={"chunk_type": {"$in": list(FIGURE_TYPES)}}, limit=1, include=[])["ids"])
+
+    @property
+    def embedder(self):
+        if self._embedder is None:  # loaded on first use: a BM25-only run never needs it
+            from tasks.index.embed import Embedder
+
+            self._embedder = Embedder.from_settings(self.settings)
+        return self._embedder
+
+    # -- recall
+
+    def _vector(self, vectors: np.ndarray, n: int, where: dict | None, channel: str, weight: float,
+                ) -> list[ChannelHits]:
+        n = min(n, self.size)
+        if n <= 0 or not len(vectors):
+            return [ChannelHits(channel, weight, [], v) for v in range(len(vectors))]
+        res = self.collection.query(query_embeddings=vectors, n_results=n, where=where, include=["distances"])
+        return [ChannelHits(channel, weight, [(i, 1.0 - float(d)) for i, d in zip(ids, dists)], v)
+                for v, (ids, dists) in enumerate(zip(res["ids"], res["distances"]))]
+
+    def _where(self, sources: Sequence[str] | None, figures: bool = False) -> dict | None:
+        clauses = []
+        if sources:
+            clauses.append({"source": {"$in": list(sources)}})
+        if figures:
+            clauses.append({"chunk_type": {"$in": list(FIGURE_TYPES)}})
+        return None if not clauses else clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+    def retrieve_batch(self, questions: Sequence[str], mode: str = "hybrid", *, sources: Sequence[str] | None = None,
+                       section: str | None = None, widen: bool = False, rescues: bool = True,
+                       use_reranker: bool = True) -> list[Retrieval]:
+        """Retrieve for every question at once. `widen` (CRAG-lite, seed 002) multiplies the
+        candidate counts by `crag_widen_factor` and adds a keyword variant of each question
+        (its BM25 terms) fused into the same RRF; filters are kept as they are."""
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {sorted(MODES)}, not {mode!r}")
+        if not questions:
+            return []
+        s = self.settings
+        factor = max(1, s.crag_widen_factor) if widen else 1
+        clock = {"recall": 0.0, "fusion": 0.0, "rerank": 0.0, "rescue": 0.0}
+
+        t0 = time.perf_counter()
+        variants, terms = self._variants(questions, widen)
+        per_query, records = self._recall(variants, terms, MODES[mode], s.recall_k * factor, factor, sources, section)
+        clock["recall"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        out, bm25_tops = [], []
+        for question, vs, chs in zip(questions, variants, per_query):
+            r = Retrieval(question, mode, RRF, [], 0, None, vs, widened=widen)
+            bm25_tops.append(self._fuse_filter_mmr(r, chs, records, s.mmr_top_k * factor, sources, section))
+            out.append(r)
+        clock["fusion"] = time.perf_counter() - t0
+
+        if self.reranker is not None and use_reranker:
+            t0 = time.perf_counter()
+            self._rerank(out, s.rerank_candidates * factor)
+            clock["rerank"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        for r, bm25_top in zip(out, bm25_tops):
+            k = adaptive_top_k([c.score for c in r.ranked], r.score_scale, s)
+            kept, cut = r.ranked[:k], r.ranked[k:]
+            r.trace("topk", kept)
+            saved = rescue(r.question, kept, cut, bm25_top, r.score_scale, s) if rescues else []
+            r.trace("rescue", saved)
+            r.ranked, r.kept = kept + saved, len(kept)
+        clock["rescue"] = time.perf_counter() - t0
+        for r in out:
+            r.timings = {stage: secs / len(questions) for stage, secs in clock.items()}
+        return out
+
+    def _variants(self, questions: Sequence[str], widen: bool) -> tuple[list[list[str]], list[list[list[str]]]]:
+        """Per question its query variants (the question; widened, also its BM25 terms joined) and
+        their BM25 terms."""
+        from tasks.common.text import tokenize
+
+        user_dict = self.settings.bm25_user_dict or None
+        variants, terms = [], []
+        for q in questions:
+            t = tokenize(q, user_dict)
+            keywords = " ".join(t)
+            if widen and keywords and keywords != q:
+                variants.append([q, keywords])
+                terms.append([t, tokenize(keywords, user_dict)])
+            else:
+                variants.append([q])
+                terms.append([t])
+        return variants, terms
+
+    def _recall(self, variants: list[list[str]], terms: list[list[list[str]]], channels: tuple[str, ...],
+                recall_k: int, factor: int, sources: Sequence[str] | None, section: str | None,
+                ) -> tuple[list[list[ChannelHits]], dict[str, Chunk]]:
+        """Every channel for every variant of every question: one embedding call, one Chroma query
+        per channel, one BM25 product; then the DuckDB records of every chunk found."""
+        s = self.settings
+        flat = [(qi, vi, text) for qi, vs in enumerate(variants) for vi, text in enumerate(vs)]
+        per_query: list[list[ChannelHits]] = [[] for _ in variants]
+        if VECTOR in channels and self.size:
+            vecs = self.embedder.embed_queries([text for _, _, text in flat])
+            runs = [(VECTOR, recall_k, self._where(sources), s.rrf_vector_weight)]
+            if FIGURE in channels and self.has_figures:
+                runs.append((FIGURE, max(s.image_recall_min, s.top_k // 2) * factor,
+                             self._where(sources, figures=True), s.rrf_image_weight))
+            for channel, k, where, weight in runs:
+                for (qi, vi, _), hits in zip(flat, self._vector(vecs, k, where, channel, weight)):
+                    hits.variant = vi
+                    if channel == FIGURE:
+                        (vector,) = [ch for ch in per_query[qi] if ch.channel == VECTOR and ch.variant == vi]
+                        hits = figures_on_vector_scale(vector, hits)
+                    per_query[qi].append(hits)
+        if BM25 in channels:
+            # BM25 cannot filter while it ranks: with a source/section filter it looks deeper
+            k = recall_k if not (sources or section) else max(recall_k, min(len(self.bm25), recall_k * 10))
+            found = self.bm25.search([terms[qi][vi] for qi, vi, _ in flat], k)
+            for (qi, vi, _), hits in zip(flat, found):
+                per_query[qi].append(ChannelHits(BM25, s.rrf_bm25_weight, hits, vi))
+        records = fetch_chunks(s.db_path, self.kb, list({cid for chs in per_query for ch in chs for cid, _ in ch.hits}))
+        if sources or section:  # re-rank BM25 within the filter, as Chroma did with its `where`
+            wanted = set(sources or ())
+            for ch in (ch for chs in per_query for ch in chs if ch.channel == BM25):
+                ch.hits = [(cid, sc) for cid, sc in ch.hits if (rec := records.get(cid)) is not None
+                           and (not wanted or rec.source in wanted)
+                           and (not section or in_section(rec.section_path, section))][:recall_k]
+        return per_query, records
+
+    def _fuse_filter_mmr(self, r: Retrieval, chs: list[ChannelHits], records: dict[str, Chunk], mmr_k: int,
+                         sources: Sequence[str] | None, section: str | None) -> list[Candidate]:
+        """RRF → filters → MMR into `r.ranked` (traced); returns BM25's top chunks for the rescue."""
+        s = self.settings
+        for ch in chs:
+            r.trace(ch.channel, [(cid, score, f"variant {ch.variant}" if ch.variant else "") for cid, score in ch.hits])
+        cosines = [hits[0][1] for ch in chs if ch.channel == VECTOR and (hits := ch.hits)]
+        r.top_cosine = max(cosines) if cosines else None
+        cands = self._fuse(chs, records)
+        r.trace("rrf", cands)
+        chapters = chapter_markers(r.question) if s.section_filter_enabled else []
+        cands = filter_candidates(cands, inactive=self.inactive, sources=sources, section=section, chapters=chapters)
+        r.trace("filter", cands)
+        # BM25's own top ranks, for the divergence rescue (seed 000 §8.1 `_bm25_top3`), same filters
+        bm25_top = self._bm25_top(chs, records, cands, sources, section)
+        if chapters and any(m in c.section for c in cands for m in chapters):  # the question's chapter held
+            bm25_top = [c for c in bm25_top if any(m in c.section for m in chapters)]
+        if s.mmr_enabled:
+            cands = mmr(cands, mmr_k, s.enum_query_mmr_lambda if is_enum_query(r.question) else s.mmr_lambda)
+        else:
+            cands = cands[:mmr_k]
+        r.trace("mmr", cands)
+        r.ranked = cands
+        return bm25_top
+
+    def _rerank(self, out: list[Retrieval], n: int) -> None:
+        """The first `n` candidates of every question through the cross-encoder in one call; the
+        rest (never reranked) score 0 on the rerank scale."""
+        batch = [(r, r.ranked[:n]) for r in out if r.ranked]
+        scores = self.reranker.score([(r.question, evidence_text(c.chunk)) for r, cs in batch for c in cs])
+        pos = 0
+        for r, cs in batch:
+            tail = [replace(c, score=0.0) for c in r.ranked[len(cs):]]
+            r.ranked = rerank(cs, scores[pos:pos + len(cs)]) + tail
+            r.score_scale = RERANK
+            r.trace("rerank", r.ranked[:len(cs)])
+            pos += len(cs)
+
+    def _fuse(self, chs: list[ChannelHits], records: dict[str, Chunk]) -> list[Candidate]:
+        if self.settings.dynamic_rrf_enabled:
+            chs = dynamic_weights(chs, self.settings.dynamic_rrf_gain)
+        return [Candidate(chunk_id, score=score, chunk=records.get(chunk_id))
+                for chunk_id, score in rrf_fuse(chs, self.settings.rrf_k)]
+
+    def _bm25_top(self, chs: list[ChannelHits], records: dict[str, Chunk], fused: list[Candidate],
+                  sources: Sequence[str] | None, section: str | None) -> list[Candidate]:
+        """The chunks the original question's BM25 ranks within `bm25_divergence_max_rank` that pass
+        the filters, as candidates (with their fused state when they have one)."""
+        by_id = {c.chunk_id: c for c in fused}
+        out: list[Candidate] = []
+        for ch in chs:
+            if ch.channel != BM25 or ch.variant != 0:
+                continue
+            for chunk_id, _ in ch.hits[:self.settings.bm25_divergence_max_rank]:
+                base = by_id.get(chunk_id)
+                c = replace(base) if base else Candidate(chunk_id, chunk=records.get(chunk_id))
+                out.extend(filter_candidates([c], inactive=self.inactive, sources=sources, section=section))
+        return out
+
+

