@@ -1,0 +1,9 @@
+"""Prefect flows: orchestration only (ingest, batch_qa, evaluate), their task runners, and the CLI."""
+import os
+
+# Messages that task modules log through `logging.getLogger("kbflow.…")` reach the Prefect
+# flow-run log too (Prefect attaches its API handler to these loggers when it configures logging,
+# which happens on its first import: so before any flow module imports prefect).
+os.environ.setdefault("PREFECT_LOGGING_EXTRA_LOGGERS", "kbflow")
+# The temporary server's telemetry heartbeat only logs SQLite lock errors here (offline machines).
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
-import os
 import sys
+from collections.abc import Iterator
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -16,9 +17,33 @@ from rich.table import Table
 
 from schemas.settings import load_settings
 
-# The temporary server's telemetry heartbeat only logs SQLite lock errors here (offline machines).
-os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 console = Console(width=None if sys.stdout.isatty() else 160)
+
+
+@contextlib.contextmanager
+def progress_display() -> Iterator[None]:
+    """Show the progress of long stages (files, chunks, questions: count, rate, time left) while the
+    block runs; nothing when stdout is not a terminal (scripts, CI, pipes)."""
+    if not sys.stdout.isatty():
+        yield
+        return
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn,
+                               TimeElapsedColumn, TimeRemainingColumn)
+
+    from tasks.common.progress import Update, listening
+
+    columns = (TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[unit]}"),
+               TaskProgressColumn(), TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn())
+    with Progress(*columns, console=console, transient=False) as bars:
+        ids: dict[str, int] = {}
+
+        def show(update: Update) -> None:
+            if update.stage not in ids:
+                ids[update.stage] = bars.add_task(update.stage, total=update.total, unit=update.unit)
+            bars.update(ids[update.stage], completed=update.done, total=update.total)
+
+        with listening(show):
+            yield
 
 
 def print_rows(columns: list[str], rows: Sequence[Sequence[Any]], fmt: str = "table", title: str | None = None) -> None:
@@ -55,8 +80,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         check_free(settings.home, kb=args.kb)  # refuse before a flow run (and a server) is started
     runner = args.runner or settings.task_runner
     flow = ingest_flow(runner, args.dask_address or settings.dask_address, settings.dask_workers)
-    summary = flow(paths=[str(p) for p in args.paths], kb=args.kb, home=args.home, runner=runner,
-                   dask_address=args.dask_address, lock_wait_s=args.wait)
+    with progress_display():
+        summary = flow(paths=[str(p) for p in args.paths], kb=args.kb, home=args.home, runner=runner,
+                       dask_address=args.dask_address, lock_wait_s=args.wait)
     rows = [(o.source, o.status if o.status != "landed" else f"landed ({o.change})", o.chunks,
              f"{o.parse_seconds:.2f}" if o.status == "landed" else "", "yes" if o.parse_cached else "", o.reason)
             for o in summary.outcomes]
@@ -167,8 +193,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
     """Answer a question set (flow `batch_qa`) and print the run's summary."""
     from flows.batch_qa import batch_qa
 
-    summary = batch_qa(questions=str(args.questions), kb=args.kb, home=args.home, out=args.out, mode=args.mode,
-                       sources=args.source or None, section=args.section)
+    with progress_display():
+        summary = batch_qa(questions=str(args.questions), kb=args.kb, home=args.home, out=args.out, mode=args.mode,
+                           sources=args.source or None, section=args.section)
     run = summary.run
     rows = [("questions", run.questions), ("invalid rows (skipped)", run.invalid_rows),
             ("answered (llm / extractive)", f"{run.answered} ({run.llm_answers} / {run.extractive_answers})"),
@@ -193,7 +220,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from flows.evaluate import evaluate
     from tasks.qa.evaluate import SKIPPED, metric_table
 
-    result = evaluate(questions=str(args.questions), kb=args.kb, home=args.home, ablate=args.ablate, out=args.out)
+    with progress_display():
+        result = evaluate(questions=str(args.questions), kb=args.kb, home=args.home, ablate=args.ablate,
+                          out=args.out)
     columns, rows = metric_table(result.metrics)
     print_rows(columns, rows, title=f"eval {result.eval_id} on kb {result.kb!r}")
     ran = [m for m in result.metrics if m.status != SKIPPED]
