@@ -111,12 +111,16 @@ def pdf_pages(path: Path) -> int:
         pdf.close()
 
 
-def mineru_parse_and_save(path: Path, out: Path, tier: str) -> None:
-    """MinerU's own way to parse a file and write its result package."""
-    from mineru.parser import parse
-    from mineru.parser.writer import FileBasedDataWriter
+def mineru_parse_and_save(path: Path, out: Path, tier: str, mineru_home: Path) -> None:
+    """MinerU's own way to parse a file and write its result package (in the same offline
+    environment as ours)."""
+    from tasks.ingest.parse.mineru_local import mineru_environment
 
-    parse(path, tier=tier).save(FileBasedDataWriter(str(out)))
+    with mineru_environment(mineru_home):
+        from mineru.parser import parse
+        from mineru.parser.writer import FileBasedDataWriter
+
+        parse(path, tier=tier).save(FileBasedDataWriter(str(out)))
 
 
 def land_each(docs, kb: str, run_id: str, settings) -> None:
@@ -160,9 +164,6 @@ def bench_parse(sources, settings, work: Path, rounds: int) -> tuple[list, list[
     fastest round counts, so one-time costs (imports, fonts, encoders, render workers) and bursts
     of load from other work drop out."""
     from tasks.ingest.parse import parse_source
-    from tasks.ingest.parse.mineru_local import configure_offline
-
-    configure_offline(settings.mineru_home)  # the same offline environment for both sides
     parsed: dict[str, object] = {}
     best: dict[tuple[str, str], float] = {}
     failed: dict[str, str] = {}
@@ -171,8 +172,8 @@ def bench_parse(sources, settings, work: Path, rounds: int) -> tuple[list, list[
         for i, src in enumerate([s for s in sources if s.source not in failed]):
             seconds: dict[str, float] = {}
             out = alternate({"ours": caught(partial(parse_source, src, round_settings)),
-                             "mineru": caught(partial(mineru_parse_and_save, src.path,
-                                                      work / f"mineru-{r}" / src.md5[:12], settings.mineru_tier))},
+                             "mineru": caught(partial(mineru_parse_and_save, src.path, work / f"mineru-{r}" / src.md5[:12],
+                                                      settings.mineru_tier, settings.mineru_home))},
                             seconds, swap=(i + r) % 2 == 1)
             errors = [out[side] for side in ("ours", "mineru") if isinstance(out[side], Exception)]
             if errors:  # ours first: its message says what to do

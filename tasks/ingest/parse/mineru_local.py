@@ -1,13 +1,16 @@
 """The embedded default backend: the real MinerU 4, in-process, one file at a time.
 
-MinerU runs with `MINERU_MODEL_SOURCE=local` and its home inside kbflow's home, so a file that
-needs model weights (a scanned PDF needing OCR) fails at once with `NeedsModelsError` instead of
-reaching for a model hub.
+MinerU runs with its model source `local` and its home inside kbflow's home (unless the user set
+`MINERU_HOME`), so a file that needs model weights (a scanned PDF needing OCR) fails at once with
+`NeedsModelsError` instead of reaching for a model hub. That environment is set for one call and
+restored after it: nothing else in the process sees it.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 
@@ -28,24 +31,48 @@ def mineru_version() -> str:
         return "absent"
 
 
-def configure_offline(mineru_home: Path) -> None:
-    """Set the environment MinerU reads; must run before the first `import mineru`."""
-    mineru_home.mkdir(parents=True, exist_ok=True)
-    os.environ.update(_OFFLINE_ENV)
-    os.environ.setdefault("MINERU_HOME", str(mineru_home))
+@contextlib.contextmanager
+def mineru_environment(mineru_home: Path) -> Iterator[None]:
+    """MinerU's offline environment for the duration of one call. MinerU reads its configuration
+    from the environment when it is first imported, and the processes it starts to render PDF
+    pages inherit the environment; so both are set here and restored when the call ends (the
+    embedding model's hub checks, for one, must not see `HF_HUB_OFFLINE` left behind by a parse)."""
+    user_home = os.environ.get("MINERU_HOME")
+    home = Path(user_home).expanduser() if user_home else mineru_home
+    home.mkdir(parents=True, exist_ok=True)
+    env = {**_OFFLINE_ENV, "MINERU_HOME": str(home)}
+    saved = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
+    try:
+        from mineru.config import config
+
+        saved_model = (config.model.source, config.model.base_dir)
+        config.model.source = "local"
+        if not user_home:  # the default was fixed when mineru.config was first imported
+            config.model.base_dir = str(home / "models")
+        try:
+            yield
+        finally:
+            config.model.source, config.model.base_dir = saved_model
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def parse_with_mineru(path: Path, out: Path, *, tier: str, mineru_home: Path) -> None:
     """Parse `path` with MinerU and write content_list v1/v2, middle json, markdown and images to `out`."""
     if mineru_version() == "absent":
         raise errors.ParseError(str(path), "MinerU is not installed: pip install 'mineru==4.0.12'")
-    configure_offline(mineru_home)
-    from docvortex.export import materialize_middle
-    from mineru.parser import parse
-    from mineru.render import RenderFormat, render
-
     try:
-        result = parse(path, tier=tier)
+        with mineru_environment(mineru_home):
+            from docvortex.export import materialize_middle
+            from mineru.parser import parse
+            from mineru.render import RenderFormat, render
+
+            result = parse(path, tier=tier)
         middle, assets = materialize_middle(result.middle_json)
         content_list = render(middle, RenderFormat.CONTENT_LIST)
         content_list_v2 = render(middle, RenderFormat.CONTENT_LIST_V2)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import os
 import json
 import shutil
 import zipfile
@@ -15,7 +16,7 @@ from tasks.ingest import parse as parse_mod
 from tasks.ingest.content_list import normalize_parsed
 from tasks.ingest.discover import discover
 from tasks.ingest.parse import parse_source, read_manifest
-from tests.conftest import CVPR_DIR, DOCS, SVOLT_DIR, make_scanned_pdf, need
+from tests.conftest import CVPR_DIR, DOCS, REPO, SVOLT_DIR, make_scanned_pdf, need
 
 
 def _one(paths, settings):
@@ -141,3 +142,38 @@ def test_text_reader_paragraphs_and_gb18030(settings, tmp_path):
     out = parse_source(_one([doc], settings), settings)
     items = json.loads((out.parsed_dir / "content_list.json").read_text(encoding="utf-8"))
     assert [i["text"] for i in items] == ["问：汛期何时开始？\n答：每年五月。", "问：谁负责？\n答：水务局。"]
+
+
+OFFLINE_VARS = ("MINERU_MODEL_SOURCE", "MINERU_HOME", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "MODELSCOPE_OFFLINE")
+
+
+def test_mineru_environment_is_set_per_call_only(settings, monkeypatch, tmp_path):
+    """MinerU's offline environment holds during a parse (a scanned page fails fast instead of
+    reaching for a model hub) and is gone after it, for the rest of the process."""
+    from mineru.config import config
+
+    from tasks.ingest.parse.mineru_local import mineru_environment
+
+    for name in OFFLINE_VARS:
+        monkeypatch.delenv(name, raising=False)
+    before = (config.model.source, config.model.base_dir)
+    with mineru_environment(settings.mineru_home):
+        assert os.environ["MINERU_MODEL_SOURCE"] == "local" and os.environ["HF_HUB_OFFLINE"] == "1"
+        assert (config.model.source, config.model.base_dir) == ("local", str(settings.mineru_home / "models"))
+    assert not any(name in os.environ for name in OFFLINE_VARS)
+    assert (config.model.source, config.model.base_dir) == before
+
+    src = _one([REPO / "examples" / "corpus" / "flood_control_report.pdf"], settings)
+    assert parse_source(src, settings).key.backend == "mineru"
+    with pytest.raises(errors.NeedsModelsError):
+        parse_source(_one([make_scanned_pdf(tmp_path / "scan.pdf")], settings), settings)
+    assert not any(name in os.environ for name in OFFLINE_VARS)
+
+
+def test_a_users_mineru_home_is_kept(settings, monkeypatch, tmp_path):
+    from tasks.ingest.parse.mineru_local import mineru_environment
+
+    monkeypatch.setenv("MINERU_HOME", str(tmp_path / "models-here"))
+    with mineru_environment(settings.mineru_home):
+        assert os.environ["MINERU_HOME"] == str(tmp_path / "models-here")
+    assert os.environ["MINERU_HOME"] == str(tmp_path / "models-here")
