@@ -85,7 +85,7 @@ def test_ablation_lands_one_row_per_configuration(questions, tmp_path):
 
 
 def test_rerank_configuration_runs_when_a_reranker_is_configured(questions, tmp_path, monkeypatch):
-    from tests.tasks.qa.test_retriever import build_tiny_cross_encoder
+    from tests.tasks.qa.test_rerank import build_tiny_cross_encoder
 
     home, first = questions
     path = first(8, "few.jsonl")

@@ -1,10 +1,8 @@
 """The OpenAI-compatible client against a local fake endpoint: answers, retries, errors, the key, the cache."""
 from __future__ import annotations
 
-import email.utils
 import json
 import time
-from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -18,8 +16,6 @@ from tasks.common.llm import (
     LLMResponseError,
     LLMUnavailableError,
     content_md5,
-    retry_after_seconds,
-    safe_url,
 )
 from tests.http_fakes import FakeServer, Reply, chat_reply, scripted
 
@@ -133,14 +129,6 @@ def test_config_errors():
             ChatClient(url)
     with pytest.raises(LLMConfigError, match="no model"):
         ChatClient("http://127.0.0.1:9").chat(MESSAGES, model="")
-    assert safe_url("https://user:pw@api.example.com:8443/v1?api-key=zzz#f") == "https://api.example.com:8443/v1"
-
-
-def test_retry_after_forms():
-    assert retry_after_seconds("2.5") == 2.5 and retry_after_seconds("-1") == 0.0
-    assert retry_after_seconds(None) is None and retry_after_seconds("soon") is None
-    later = email.utils.format_datetime(datetime.now(timezone.utc) + timedelta(seconds=30), usegmt=True)
-    assert 20 <= retry_after_seconds(later) <= 31
 
 
 def test_disk_cache_roundtrip_keys_and_atomicity(tmp_path):

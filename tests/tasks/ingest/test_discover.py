@@ -1,4 +1,4 @@
-"""Discovery: streamed MD5, per-file rejections with reasons, MinerU output folders and zips."""
+"""Discovery: per-file rejections with reasons, MinerU output folders and zips."""
 from __future__ import annotations
 
 import hashlib
@@ -9,20 +9,12 @@ import zipfile
 import pytest
 
 from schemas.settings import load_settings
-from tasks.common.files import file_md5
 from tasks.ingest.discover import discover
 from tests.conftest import CVPR_DIR, DOCS, SVOLT_DIR, need
 
 
 def _by_reason(found):
     return {os.path.basename(r.path): (r.error_kind, r.reason) for r in found.rejected}
-
-
-def test_md5_is_streamed_and_correct(tmp_path):
-    data = os.urandom(3 * 1024 * 1024 + 17)
-    path = tmp_path / "big.bin"
-    path.write_bytes(data)
-    assert file_md5(path, chunk_size=4096) == hashlib.md5(data).hexdigest()
 
 
 def test_bad_inputs_are_rejected_with_reasons_and_good_ones_kept(tmp_path):

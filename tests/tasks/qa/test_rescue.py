@@ -8,7 +8,6 @@ import pytest
 from schemas.chunk import Chunk
 from schemas.qa import RERANK, RRF
 from schemas.settings import Settings
-from tasks.common.text import bigram_hit_rate, bigrams, clean_text
 from tasks.qa.rescue import (BM25_DIVERGENCE, LEXICAL, LEXICAL_NEIGHBOUR, SECTION_CLUSTER, normalize_section, rescue,
                              rescue_bm25_divergence, rescue_lexical_match, rescue_section_cluster)
 from tasks.qa.types import Candidate
@@ -23,11 +22,7 @@ def cand(chunk_id: str, score: float, *, source: str = "a.docx", index: int = 0,
     return Candidate(chunk_id, score=score, rerank=rerank, chunk=chunk)
 
 
-def test_bigrams_ignore_markdown_punctuation_and_space():
-    assert clean_text("**安全检查**，应包括 哪些？") == "安全检查应包括哪些"
-    assert bigrams("安全检查") == {"安全", "全检", "检查"}
-    assert bigram_hit_rate(bigrams("安全检查"), "开展安全 检查工作") == 1.0
-    assert bigram_hit_rate(set(), "x") == 0.0
+def test_normalize_section_keeps_the_first_levels():
     assert normalize_section("一 > （二） > 3. 细则", 2) == "一 > （二）"
 
 

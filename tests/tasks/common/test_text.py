@@ -1,0 +1,65 @@
+"""The text helpers: the jieba tokenizer that makes BM25 terms (stop words, punctuation, case and
+width, the user dictionary) and the character bigrams the rescues and the answerer compare by."""
+from __future__ import annotations
+
+import jieba
+import pytest
+
+from tasks.common import text as text_mod
+from tasks.common.text import STOP_WORDS, bigram_hit_rate, bigrams, clean_text, tokenize, tokenize_many
+
+
+# --- tokenization ---------------------------------------------------------------------------------
+
+def test_stop_words_dropped_content_and_numbers_kept():
+    terms = tokenize("我们的数据是在2023年采集的，电压为3.2V，版本v1.2.3，共1000台")
+    assert not set(terms) & {"我们", "的", "是", "在", "为"}
+    assert {"数据", "采集", "电压", "2023", "3.2", "1.2.3", "1000"} <= set(terms)
+    assert not set(terms) & STOP_WORDS
+
+
+def test_punctuation_and_whitespace_dropped():
+    terms = tokenize("电池，容量！（测试）……\n\t  “引号” —— 《书名》 ; ... !? 50%")
+    assert terms and all(any(ch.isalnum() for ch in t) for t in terms)
+    assert {"电池", "容量", "测试", "引号", "书名"} <= set(terms)
+
+
+def test_lower_case_and_english_stop_words():
+    assert tokenize("The Quick Brown FOX is in the Box") == ["quick", "brown", "fox", "box"]
+
+
+def test_full_width_is_half_width():
+    assert tokenize("ＧＰＴ４模型，ＡＢＣ公司２０２３年") == tokenize("GPT4模型,ABC公司2023年")
+    assert {"gpt4", "abc", "2023"} <= set(tokenize("ＧＰＴ４模型，ＡＢＣ公司２０２３年"))
+
+
+def test_empty_and_many():
+    assert tokenize("") == [] and tokenize("  ，。！") == [] and tokenize("的了吗") == []
+    assert tokenize_many(["电池容量", ""]) == [tokenize("电池容量"), []]
+
+
+def test_user_dictionary_makes_a_made_up_word_one_term(tmp_path):
+    text = "新品量子猫粮今日上市"
+    user_dict = tmp_path / "kb_words.txt"
+    user_dict.write_text("量子猫粮 10 n\n", encoding="utf-8")
+    assert "量子猫粮" not in tokenize(text)
+    assert "量子猫粮" in tokenize(text, user_dict=str(user_dict))
+    # loaded once per process per path, into a private tokenizer: nothing else changes
+    assert text_mod._jieba(user_dict) is text_mod._jieba(str(user_dict))
+    assert "量子猫粮" not in tokenize(text)
+    assert "量子猫粮" not in jieba.lcut(text)
+    assert tokenize(text, user_dict="") == tokenize(text)  # settings.bm25_user_dict defaults to ""
+
+
+def test_missing_user_dictionary_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="user dictionary"):
+        tokenize("文本", user_dict=tmp_path / "missing.txt")
+
+
+# --- bigrams --------------------------------------------------------------------------------------
+
+def test_bigrams_ignore_markdown_punctuation_and_space():
+    assert clean_text("**安全检查**，应包括 哪些？") == "安全检查应包括哪些"
+    assert bigrams("安全检查") == {"安全", "全检", "检查"}
+    assert bigram_hit_rate(bigrams("安全检查"), "开展安全 检查工作") == 1.0
+    assert bigram_hit_rate(set(), "x") == 0.0

@@ -1,0 +1,60 @@
+"""Filters and selection on hand-made candidates: status/source/section/chapter filters, MMR over
+Jaccard similarity of BM25 terms, and adaptive top-k on the rrf and rerank scales."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from schemas.chunk import Chunk
+from schemas.qa import RERANK, RRF
+from schemas.settings import Settings
+from tasks.qa.filters import (adaptive_top_k, chapter_markers, filter_candidates, in_section, is_enum_query,
+                              jaccard_matrix, mmr, mmr_order)
+from tasks.qa.types import Candidate
+
+
+def cand(chunk_id, score=0.5, *, source="a.md", section="", tokens=(), chunk_type="text") -> Candidate:
+    return Candidate(chunk_id, score=score, chunk=Chunk(content=chunk_id, chunk_type=chunk_type, source=source,
+                                                        section_path=section, tokens=list(tokens), chunk_id=chunk_id))
+
+
+def test_section_prefix_matches_whole_path_components():
+    assert in_section("第一章 > 1.1", "第一章") and in_section("第一章", "第一章") and in_section("任何", "")
+    assert not in_section("第一章节", "第一章") and not in_section("附录 > 第一章", "第一章")
+
+
+def test_filters_status_source_section_and_chapters():
+    cands = [cand("a", section="第一章 总则 > 第一节"), cand("b", section="第一章节外"), cand("c", source="b.md"),
+             cand("d", section="第二章 > 第三条"), Candidate("unknown")]
+    ids = lambda cs: [c.chunk_id for c in cs]  # noqa: E731
+    assert ids(filter_candidates(cands)) == ["a", "b", "c", "d"]  # unknown to DuckDB: dropped
+    assert ids(filter_candidates(cands, inactive={"a"})) == ["b", "c", "d"]
+    assert ids(filter_candidates(cands, sources=["b.md"])) == ["c"]
+    assert ids(filter_candidates(cands, section="第一章 总则")) == ["a"]
+    assert chapter_markers("第二章第三条规定了什么？") == ["第二章", "第三条"]
+    assert ids(filter_candidates(cands, chapters=["第三条"])) == ["d"]
+    assert ids(filter_candidates(cands, chapters=["第九章"])) == ["a", "b", "c", "d"]  # no match: no narrowing
+
+
+def test_mmr_drops_near_duplicates_and_keeps_fused_order():
+    sim = jaccard_matrix([["甲", "乙", "丙"], ["甲", "乙", "丙"], ["丁", "戊"], []])
+    assert sim[0, 1] == 1.0 and sim[0, 2] == 0.0 and sim[3, 3] == 0.0
+    assert mmr_order([1.0, 0.95, 0.6, 0.1], sim, 2, 0.5) == [0, 2]
+    assert mmr_order([1.0, 0.95, 0.6], sim[:3, :3], 2, 1.0) == [0, 1]  # lambda 1 = relevance only
+    cands = [cand("a", 1.0, tokens="甲乙丙"), cand("b", 0.95, tokens="甲乙丙"), cand("c", 0.9, tokens="丁戊"),
+             cand("d", 0.5, tokens="己")]
+    assert [c.chunk_id for c in mmr(cands, 3, 0.5)] == ["a", "c", "d"]
+    assert [c.chunk_id for c in mmr(cands, 4, 0.5)] == ["a", "b", "c", "d"]  # nothing to cut
+    assert is_enum_query("安全检查包括哪些方面？") and not is_enum_query("清川市的水价是多少？")
+
+
+def test_adaptive_top_k_works_on_both_scales():
+    s = Settings(top_k=15, adaptive_topk_min=5, adaptive_topk_max=30)
+    assert adaptive_top_k([0.98] + [0.5] * 40, RRF, s) == 5  # channels agree on the top chunk
+    assert adaptive_top_k([0.7] + [0.5] * 40, RRF, s) == 15
+    assert adaptive_top_k([0.45] * 40, RRF, s) == 30
+    # after a rerank (seed defect 000 §6.3: the seed skipped this step) and never under min_score
+    assert adaptive_top_k([0.9] + [0.5] * 20, RERANK, s) == 5
+    assert adaptive_top_k([0.6] * 10 + [0.01] * 10, RERANK, s) == 10
+    assert adaptive_top_k([0.2] * 10 + [0.04] * 30, RERANK, s) == 10
+    assert adaptive_top_k([0.98] * 40, RRF, replace(s, adaptive_topk_enabled=False)) == 15
+    assert adaptive_top_k([], RRF, s) == 0
