@@ -9,10 +9,8 @@ model) lands as `skipped`, with a note that says how to enable it.
 """
 from __future__ import annotations
 
-import csv
-import json
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
@@ -20,17 +18,14 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows.batch_qa import (RetrievalOptions, load_retriever, new_run_id, out_path_for, read_questions_task,
-                            run_batch_qa)
+from flows.batch_qa import read_questions_task, run_batch_qa
 from schemas.qa import QAMetric, QARun, Question
 from schemas.settings import Settings, check_kb_name, load_settings
 from tasks.qa.answer import Answerer
-from tasks.qa.evaluate import (ABLATION, NO_RERANKER, PIPELINE, EvalConfig, gold_chunk_sets, metric_table,
-                            read_chunk_refs, read_results, score_run, skipped)
-from tasks.common.files import atomic_path
+from tasks.qa.batch import RetrievalOptions, load_retriever, new_run_id, out_path_for
+from tasks.qa.evaluate import (ABLATION, NO_RERANKER, PIPELINE, EvalConfig, gold_chunk_sets, metric_artifact_table,
+                               metrics_out_path, read_chunk_refs, read_results, score_run, skipped, write_metrics)
 from warehouse import db
-
-METRIC_FORMATS = (".json", ".csv")
 
 
 @dataclass
@@ -39,15 +34,6 @@ class Evaluation:
     kb: str
     metrics: list[QAMetric]  # one per configuration, in evaluation order
     out_path: str  # "" when no metrics file was asked for
-
-
-def metrics_out_path(out: str | None) -> Path | None:
-    if not out:
-        return None
-    path = Path(out).expanduser().resolve()
-    if path.suffix.lower() not in METRIC_FORMATS:
-        raise ValueError(f"--out {path.name!r}: use a .json or .csv file")
-    return path
 
 
 @task(name="gold-chunks", cache_policy=NO_CACHE)
@@ -73,25 +59,7 @@ def land_metrics_task(settings: Settings, metrics: list[QAMetric]) -> None:
 
 @task(name="write-metrics", cache_policy=NO_CACHE)
 def write_metrics_task(metrics: list[QAMetric], out: Path) -> Path:
-    """The metrics rows as a JSON array or a CSV table (by suffix), written atomically."""
-    rows = [{k: (v.isoformat() if k == "created_at" else v) for k, v in asdict(m).items()} for m in metrics]
-    with atomic_path(out) as tmp, tmp.open("w", encoding="utf-8", newline="") as fh:
-        if out.suffix.lower() == ".csv":
-            writer = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else [])
-            writer.writeheader()
-            writer.writerows(rows)
-        else:
-            json.dump(rows, fh, ensure_ascii=False, indent=1)
-    return out
-
-
-def _artifact(eval_id: str, kb: str, metrics: list[QAMetric]) -> None:
-    headings, rows = metric_table(metrics)
-    table = [dict(zip(headings, row)) | {"status": m.status, "run_id": m.run_id, "note": m.note}
-             for m, row in zip(metrics, rows)]
-    create_table_artifact(
-        key=f"eval-{kb}".lower().replace("_", "-").replace(".", "-"), table=table,
-        description=f"kbflow eval {eval_id} on kb {kb!r}; SQL: SELECT * FROM qa_metrics WHERE eval_id = '{eval_id}'")
+    return write_metrics(metrics, out)
 
 
 @flow(name="evaluate", log_prints=False, task_runner=ThreadPoolTaskRunner(max_workers=2))
@@ -125,5 +93,7 @@ def evaluate(questions: str, kb: str, home: str | None = None, ablate: bool = Fa
     land_metrics_task(settings, metrics)
     if out_path is not None:
         write_metrics_task(metrics, out_path)
-    _artifact(eval_id, kb, metrics)
+    create_table_artifact(
+        key=f"eval-{kb}".lower().replace("_", "-").replace(".", "-"), table=metric_artifact_table(metrics),
+        description=f"kbflow eval {eval_id} on kb {kb!r}; SQL: SELECT * FROM qa_metrics WHERE eval_id = '{eval_id}'")
     return Evaluation(eval_id, kb, metrics, str(out_path or ""))

@@ -17,22 +17,26 @@ and RGB's all-of rule (every group of alternatives has one alternative in the an
 """
 from __future__ import annotations
 
+import csv
+import json
 import math
 import re
 import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
 from schemas.arrow import from_table
 from schemas.qa import QAMetric, QAResult, QARun, Question
+from tasks.common.files import atomic_path
 from tasks.qa.answer import without_citations
 
 COMPLETED, SKIPPED = "completed", "skipped"
 NO_RERANKER = ("no reranker configured: set rerank_model in kbflow.toml or KBFLOW_RERANK_MODEL to a local "
                "sentence-transformers CrossEncoder folder")
+METRIC_FORMATS = (".json", ".csv")
 
 
 @dataclass(frozen=True)
@@ -250,6 +254,39 @@ def metric_table(metrics: Sequence[QAMetric]) -> tuple[list[str], list[list[str]
                 cells.append(f"{value:.1f}" if name == "retrieval_qps" else f"{value:.3f}")
         rows.append(cells)
     return ["config", *(heading for heading, _ in TABLE_COLUMNS)], rows
+
+
+def metric_artifact_table(metrics: Sequence[QAMetric]) -> list[dict[str, str]]:
+    """The evaluation table as the `evaluate` artifact's rows: the printed columns, then status, run and note."""
+    headings, rows = metric_table(metrics)
+    return [dict(zip(headings, row)) | {"status": m.status, "run_id": m.run_id, "note": m.note}
+            for m, row in zip(metrics, rows)]
+
+
+# ------------------------------------------------------------------------------------------------
+# the metrics file
+
+
+def metrics_out_path(out: str | None) -> Path | None:
+    if not out:
+        return None
+    path = Path(out).expanduser().resolve()
+    if path.suffix.lower() not in METRIC_FORMATS:
+        raise ValueError(f"--out {path.name!r}: use a .json or .csv file")
+    return path
+
+
+def write_metrics(metrics: Sequence[QAMetric], out: Path) -> Path:
+    """The metrics rows as a JSON array or a CSV table (by suffix), written atomically."""
+    rows = [{k: (v.isoformat() if k == "created_at" else v) for k, v in asdict(m).items()} for m in metrics]
+    with atomic_path(out) as tmp, tmp.open("w", encoding="utf-8", newline="") as fh:
+        if out.suffix.lower() == ".csv":
+            writer = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else [])
+            writer.writeheader()
+            writer.writerows(rows)
+        else:
+            json.dump(rows, fh, ensure_ascii=False, indent=1)
+    return out
 
 
 # ------------------------------------------------------------------------------------------------

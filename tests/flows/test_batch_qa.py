@@ -12,6 +12,7 @@ from flows import batch_qa as batch_qa_module
 from flows.batch_qa import batch_qa
 from flows.cli import main
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM
+from tasks.common.progress import listening
 from tasks.qa.answer import NOT_FOUND
 from tests.http_fakes import FakeServer, chat_reply
 from warehouse import db
@@ -138,10 +139,16 @@ def test_a_failed_batch_does_not_lose_the_others(qa, monkeypatch):
             raise RuntimeError("chroma went away")
         return real(questions, *args, **kwargs)
 
-    monkeypatch.setattr(batch_qa_module, "answer_batch", flaky)
-    run = batch_qa(questions=str(path), kb="cmrc", home=str(home)).run
+    monkeypatch.setattr(batch_qa_module, "answer_batch", flaky)  # the name the qa-batch task calls
+    updates = []
+    with listening(updates.append):
+        run = batch_qa(questions=str(path), kb="cmrc", home=str(home)).run
     assert run.status == "completed_with_failures" and run.failed == 4
     assert len(rows(home, "SELECT qid FROM qa_results WHERE run_id = ?", [run.run_id])) == 8
+    # progress moves a batch at a time, the failed batch's questions included
+    questions = [u for u in updates if u.stage == "questions"]
+    assert [u.done for u in questions] == [0, 4, 8, 12, 12] and questions[-1].finished
+    assert {(u.total, u.unit) for u in questions} == {(12, "questions")}
 
 
 def test_cli_ask(qa, capsys):

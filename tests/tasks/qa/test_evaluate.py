@@ -2,6 +2,8 @@
 retrieved, gold listed or ranked twice), Chinese character F1 vs English word F1, RGB all-of groups."""
 from __future__ import annotations
 
+import csv
+import json
 import math
 from datetime import datetime, timezone
 
@@ -9,7 +11,8 @@ import pytest
 
 from schemas.qa import QAResult, QARun, Question
 from tasks.qa.evaluate import (SKIPPED, ChunkRef, answer_scores, answer_tokens, first_gold_rank, gold_chunk_sets, hit_at,
-                            metric_table, ndcg_at, recall_at, reciprocal_rank_at, score_run, skipped)
+                            metric_artifact_table, metric_table, metrics_out_path, ndcg_at, recall_at,
+                            reciprocal_rank_at, score_run, skipped, write_metrics)
 
 
 def test_rank_hit_and_reciprocal_rank():
@@ -166,3 +169,32 @@ def test_metric_table_blanks_what_was_not_measured():
     assert rows[0][:2] == ["bm25-only", "1.000"] and rows[0][headings.index("EM")] == ""
     assert rows[0][-1] == "12.5"
     assert skip.status == SKIPPED and rows[1] == ["hybrid+rerank"] + [""] * (len(headings) - 1)
+
+
+def test_metric_artifact_table_adds_status_run_and_note_to_the_printed_columns():
+    done = score_run("e1", "hybrid", _run(), [Question("q", "q", gold_chunk_ids=["g"])],
+                     [_result("q", ["g"], "")], {"q": frozenset({"g"})})
+    skip = skipped("e1", "hybrid+rerank", "kb", "/q.jsonl", "no reranker")
+    headings, _ = metric_table([done, skip])
+    first, second = metric_artifact_table([done, skip])
+    assert list(first) == [*headings, "status", "run_id", "note"]
+    assert (first["config"], first["hit@1"], first["status"], first["run_id"]) == ("hybrid", "1.000", "completed", "r1")
+    assert (second["status"], second["run_id"], second["note"], second["hit@1"]) == ("skipped", "", "no reranker", "")
+
+
+def test_metrics_file_as_json_or_csv_by_suffix(tmp_path):
+    assert metrics_out_path(None) is None and metrics_out_path("") is None
+    assert metrics_out_path(str(tmp_path / "m.CSV")) == tmp_path / "m.CSV"
+    with pytest.raises(ValueError, match="use a .json or .csv file"):
+        metrics_out_path(str(tmp_path / "m.txt"))
+
+    answered = score_run("e1", "hybrid", _run(), [Question("q", "q", answers=["南宁"])], [_result("q", [], "南宁")], {})
+    metrics = [answered, skipped("e1", "hybrid+rerank", "kb", "/q.jsonl", "no reranker")]
+    (row, _) = json.loads(write_metrics(metrics, tmp_path / "m.json").read_text(encoding="utf-8"))
+    assert row["config"] == "hybrid" and row["exact_match"] == 1.0 and row["hit_at_1"] is None
+    assert datetime.fromisoformat(row["created_at"]) == metrics[0].created_at
+    with write_metrics(metrics, tmp_path / "m.csv").open(encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["config"] for r in rows] == ["hybrid", "hybrid+rerank"] and rows[1]["note"] == "no reranker"
+    assert list(rows[0])[:3] == ["eval_id", "config", "run_id"]
+    assert write_metrics([], tmp_path / "none.json").read_text(encoding="utf-8") == "[]"
