@@ -39,6 +39,7 @@ def main(argv: list[str]) -> int:
     from tasks.ingest.parse import parse_source
     from tasks.ingest.postprocess import postprocess
     from warehouse import db
+    from warehouse.chunks import chunk_quality, chunk_quality_totals
 
     shared = REPO.parent / "shared" / "data"
     corpora = [Path(a) for a in argv[1:]] or [shared / "docs", shared / "mineru_samples"]
@@ -64,19 +65,14 @@ def main(argv: list[str]) -> int:
                            ingested_at=datetime.now(timezone.utc))
             db.replace_document(settings.db_path, doc, path)
 
-    cols = ", ".join(QUALITY_COLUMNS)
     for kb in ("before", "after"):
-        _, rows = db.query(settings.db_path, f"SELECT source, {cols} FROM chunk_quality WHERE kb = ? ORDER BY source",
-                           [kb])
+        columns, rows = chunk_quality(settings.db_path, kb)
+        shown = [columns.index(c) for c in ("source",) + QUALITY_COLUMNS]
         print(f"\nchunk_quality — {kb} the passes")
         print(" | ".join(("source",) + QUALITY_COLUMNS))
         for row in rows:
-            print(" | ".join(str(v) for v in row))
-    _, totals = db.query(settings.db_path, """
-        SELECT kb, sum(total_chunks), sum(heading_only_chunks),
-               round(sum(heading_only_chunks) / sum(text_chunks), 3), sum(fragments), sum(heading_chains),
-               max(longest_heading_chain)
-        FROM chunk_quality GROUP BY kb ORDER BY kb DESC""")
+            print(" | ".join(str(row[i]) for i in shown))
+    totals = chunk_quality_totals(settings.db_path)
     print("\ntotals: kb | chunks | heading-only (<20) | heading-only share of text chunks | fragments (<100) "
           "| heading chains | longest chain")
     for row in totals:

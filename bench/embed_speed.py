@@ -64,7 +64,8 @@ def run(argv: list[str], home: Path) -> int:
 
     from schemas.settings import load_settings
     from tasks.index import e5_convert
-    from tasks.index.embed import Embedder, EmbeddingCache, embed_texts, resolve_model
+    from tasks.index.embed import Embedder, embed_texts, resolve_model
+    from warehouse.embedding_cache import EmbeddingCache
 
     n = int(argv[1]) if len(argv) > 1 else 2000
     batch_size = int(argv[2]) if len(argv) > 2 else 32

@@ -131,13 +131,6 @@ def land_each(docs, kb: str, run_id: str, settings) -> None:
         land_task.fn(src, parsed, landed, kb, run_id, settings)
 
 
-def bulk_insert(db_path: Path, parquet_paths: list[str]) -> None:
-    from warehouse import db
-
-    with db.transaction(db_path) as con:
-        con.execute("INSERT INTO chunks BY NAME SELECT * FROM read_parquet(?)", [parquet_paths])
-
-
 def reason_of(exc: Exception) -> str:
     from schemas.errors import KbflowError
 
@@ -233,8 +226,9 @@ def bench_chunk(parsed_docs, settings, rounds: int) -> tuple[list, StageFigure]:
 def bench_land(docs, settings, work: Path, rounds: int) -> tuple[object, StageFigure]:
     """Returns the settings of a home whose warehouse holds every document, and the land figure."""
     from warehouse import db
+    from warehouse.chunks import count_chunks
 
-    paths = [str(c.chunks_path) for _, _, c in docs]
+    paths = [c.chunks_path for _, _, c in docs]
     n_chunks = sum(c.chunk_count for _, _, c in docs)
     seconds: dict[str, float] = {}
     land_settings = settings
@@ -242,9 +236,8 @@ def bench_land(docs, settings, work: Path, rounds: int) -> tuple[object, StageFi
         land_settings = replace(settings, home=work / f"land-{r}")  # a fresh warehouse per round
         bulk_db = work / f"bulk-{r}.duckdb"
         alternate({"ours": partial(land_each, docs, KB, uuid.uuid4().hex, land_settings),
-                   "bulk": partial(bulk_insert, bulk_db, paths)}, seconds, swap=r % 2 == 1)
-        ours_rows = db.query(land_settings.db_path, "SELECT count(*) FROM chunks")[1][0][0]
-        bulk_rows = db.query(bulk_db, "SELECT count(*) FROM chunks")[1][0][0]
+                   "bulk": partial(db.insert_chunk_files, bulk_db, paths)}, seconds, swap=r % 2 == 1)
+        ours_rows, bulk_rows = count_chunks(land_settings.db_path), count_chunks(bulk_db)
         if ours_rows != n_chunks or bulk_rows != n_chunks:
             raise SystemExit(f"land: expected {n_chunks} rows, ours {ours_rows}, bulk {bulk_rows}")
     return land_settings, StageFigure("DuckDB land", n_chunks * rounds, "chunks", seconds["ours"],
@@ -255,7 +248,8 @@ def bench_embed(doc_chunks, settings) -> tuple[list, list[StageFigure]]:
     """Returns the vectors per document and the embed figures (cold vs raw, warm vs cold)."""
     import numpy as np
 
-    from tasks.index.embed import Embedder, EmbeddingCache, embed_texts, embedding_text, resolve_model
+    from tasks.index.embed import Embedder, embed_texts, embedding_text, resolve_model
+    from warehouse.embedding_cache import EmbeddingCache
 
     started = time.perf_counter()
     embedder = Embedder(resolve_model(settings), batch_size=settings.embedding_batch_size)

@@ -120,20 +120,15 @@ class JiebaBM25Retriever(BM25Retriever):
 
 
 def load_chunks(settings):
-    from schemas.arrow import from_table
-    from schemas.chunk import Chunk
-    from tasks.qa.retriever import CHUNK_COLUMNS
-    from warehouse import db
+    from warehouse.chunks import kb_chunks
 
-    with db.connect(settings.db_path, read_only=True) as con:
-        table = con.sql(f"SELECT {', '.join(CHUNK_COLUMNS)} FROM chunks WHERE kb = ? ORDER BY source, chunk_index",
-                        params=[KB]).to_arrow_table()
-    return from_table(table, Chunk)
+    return kb_chunks(settings.db_path, KB)
 
 
 def build_peer(chunks, embedder, settings) -> dict[str, Any]:
     """The peer's vector, BM25 and fusion retrievers over `chunks`."""
-    from tasks.index.embed import EmbeddingCache, embedding_text
+    from tasks.index.embed import embedding_text
+    from warehouse.embedding_cache import EmbeddingCache
 
     hidden = ["source", "chunk_id"]  # kept for scoring, out of the embedded and BM25 text
     nodes = [TextNode(id_=c.chunk_id, text=embedding_text(c), metadata={"source": c.source, "chunk_id": c.chunk_id},

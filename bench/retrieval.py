@@ -75,11 +75,11 @@ def write_corpus(root: Path) -> int:
 
 
 def kb_size(settings) -> int:
-    from warehouse import db
+    from warehouse.chunks import count_chunks
 
     if not settings.db_path.exists():
         return 0
-    return db.query(settings.db_path, "SELECT count(*) FROM chunks WHERE kb = ?", [KB])[1][0][0]
+    return count_chunks(settings.db_path, KB)
 
 
 def build(home: Path) -> None:

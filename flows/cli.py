@@ -137,13 +137,11 @@ def cmd_stats(args: argparse.Namespace) -> int:
     """The chunk-quality table of seed 000 §13.1, one row per document (view `chunk_quality`)."""
     import duckdb
 
-    from warehouse import db
+    from warehouse.chunks import chunk_quality
 
     settings = load_settings(args.home)
-    where, params = ("WHERE kb = ?", [args.kb]) if args.kb else ("", [])
     try:
-        columns, rows = db.query(settings.db_path, f"SELECT * FROM chunk_quality {where} ORDER BY kb, source",
-                                 params)
+        columns, rows = chunk_quality(settings.db_path, args.kb)
     except duckdb.CatalogException:  # a warehouse written before the view existed
         console.print("[red]error:[/red] the warehouse has no chunk_quality view yet; "
                       "run `kbflow ingest` once to update it")

@@ -9,7 +9,7 @@ import dataclasses
 import types
 import typing
 from datetime import datetime
-from typing import Any, Iterable
+from typing import Any, Collection, Iterable
 
 import pyarrow as pa
 
@@ -45,6 +45,17 @@ def arrow_schema(cls: type) -> pa.Schema:
         arrow_type, nullable = _arrow_type(hints[f.name])
         fields.append(pa.field(f.name, arrow_type, nullable=nullable))
     return pa.schema(fields)
+
+
+def columns_of(cls: type, names: Iterable[str], *, computed: Collection[str] = ()) -> tuple[str, ...]:
+    """`names` as a column tuple, each checked to be a field of `cls` (or one of the `computed`
+    columns a query adds): a renamed field fails at import instead of leaving a stale copy."""
+    names = tuple(names)
+    fields = {f.name for f in dataclasses.fields(cls)}
+    unknown = [n for n in names if n not in fields and n not in computed]
+    if unknown:
+        raise TypeError(f"{cls.__name__} has no field {', '.join(unknown)}")
+    return names
 
 
 def to_table(records: Iterable[Any], cls: type) -> pa.Table:

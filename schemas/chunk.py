@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from schemas.arrow import arrow_schema
+from schemas.arrow import arrow_schema, columns_of
 
 # chunk_type values. Headings are text items with text_level > 0.
 TEXT, HEADING, TABLE, IMAGE, CHART, EQUATION, LIST, CODE, INDEX = (
@@ -49,6 +49,10 @@ class Chunk:
 
 
 CHUNK_SCHEMA = arrow_schema(Chunk)
+# columns read from DuckDB for every retrieval candidate (not table_html, bbox, ...: the answerer needs none)
+CANDIDATE_COLUMNS = columns_of(Chunk, ("chunk_id", "source", "doc_md5", "chunk_index", "chunk_type", "section_path",
+                                       "text_level", "title", "content", "semantic_content", "caption",
+                                       "table_summary", "tokens", "page_start", "page_end"))
 
 
 def assign_ids(chunks: list[Chunk], *, kb: str, doc_md5: str, source: str) -> list[Chunk]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from schemas.arrow import arrow_schema
+from schemas.arrow import arrow_schema, columns_of
 
 
 @dataclass
@@ -92,3 +92,11 @@ DOCUMENT_SCHEMA = arrow_schema(Document)
 INGEST_RUN_SCHEMA = arrow_schema(IngestRun)
 INGEST_FAILURE_SCHEMA = arrow_schema(IngestFailure)
 MANIFEST_SCHEMA = arrow_schema(ManifestEntry)
+
+# Columns `kbflow report` shows, in this order; `seconds` (finished_at - started_at) is computed by its query.
+INGEST_RUN_COLUMNS = columns_of(IngestRun, ("run_id", "kb", "status", "started_at", "seconds", "files_seen",
+                                            "files_landed", "files_failed", "files_added", "files_changed",
+                                            "files_removed", "files_skipped", "chunks_landed", "chunks_indexed",
+                                            "chunks_embedded", "parse_backend", "task_runner"), computed=("seconds",))
+INGEST_FAILURE_COLUMNS = columns_of(IngestFailure, ("failed_at", "run_id", "kb", "path", "stage", "error_kind",
+                                                    "reason"))

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import PurePosixPath
 
-from schemas.arrow import arrow_schema
+from schemas.arrow import arrow_schema, columns_of
 
 # answer_mode values
 LLM, EXTRACTIVE, INSUFFICIENT = "llm", "extractive", "insufficient"
@@ -165,3 +165,13 @@ QA_RESULT_SCHEMA = arrow_schema(QAResult)
 QA_TRACE_SCHEMA = arrow_schema(QATrace)
 QA_RUN_SCHEMA = arrow_schema(QARun)
 QA_METRIC_SCHEMA = arrow_schema(QAMetric)
+
+# Columns `kbflow report` shows, in this order; `seconds` (finished_at - started_at) is computed by its query.
+QA_RUN_COLUMNS = columns_of(QARun, ("run_id", "kb", "mode", "status", "started_at", "seconds", "questions",
+                                    "invalid_rows", "answered", "insufficient", "widened", "failed", "labelled",
+                                    "hit_at_1", "hit_at_5", "mrr_at_10", "retrieval_qps", "llm_model",
+                                    "rerank_model"), computed=("seconds",))
+QA_METRIC_COLUMNS = columns_of(QAMetric, ("eval_id", "config", "run_id", "kb", "status", "questions", "labelled",
+                                          "with_answers", "hit_at_1", "hit_at_3", "hit_at_5", "hit_at_10",
+                                          "mrr_at_10", "recall_at_5", "recall_at_10", "ndcg_at_10", "exact_match",
+                                          "answer_f1", "contains_answer", "answers_all_of", "retrieval_qps", "note"))

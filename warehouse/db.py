@@ -107,6 +107,10 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
         con.unregister("_rows")
 
 
+def _insert_chunk_files(con: duckdb.DuckDBPyConnection, parquet_files: list[Path]) -> None:
+    con.execute("INSERT INTO chunks BY NAME SELECT * FROM read_parquet(?)", [[str(p) for p in parquet_files]])
+
+
 def _replace_run_row(con: duckdb.DuckDBPyConnection, table: str, run: Any, schema: pa.Schema) -> None:
     """Insert a run's row (a dataclass with `run_id`), replacing the row of the same run_id."""
     con.execute(f'DELETE FROM "{table}" WHERE run_id = ?', [run.run_id])
@@ -134,11 +138,18 @@ def replace_document(db_path: Path, document: Document, chunks_parquet: Path,
         for table in ("chunks", "documents"):
             con.execute(f"DELETE FROM {table} WHERE kb = ? AND (doc_md5 = ? OR source = ?)",
                         [document.kb, document.doc_md5, document.source])
-        con.execute("INSERT INTO chunks BY NAME SELECT * FROM read_parquet(?)", [str(chunks_parquet)])
+        _insert_chunk_files(con, [chunks_parquet])
         _insert(con, "documents", pa.Table.from_pylist([asdict(document)], schema=DOCUMENT_SCHEMA))
         if manifest is not None:
             _upsert_manifest(con, [manifest])
     return [md5 for md5 in old if md5 != document.doc_md5]
+
+
+def insert_chunk_files(db_path: Path, parquet_files: list[Path]) -> None:
+    """Append the chunk rows of many Parquet files in one statement, without their documents' rows:
+    the bulk baseline `bench/ingest_stages.py` measures landing against."""
+    with transaction(db_path) as con:
+        _insert_chunk_files(con, parquet_files)
 
 
 def delete_document(db_path: Path, kb: str, source: str) -> list[str]:

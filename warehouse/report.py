@@ -17,24 +17,13 @@ from typing import Any, Callable, Iterable, Sequence
 import duckdb
 
 from schemas.chunk import CHUNK_TYPES
+from schemas.ingest import INGEST_FAILURE_COLUMNS, INGEST_RUN_COLUMNS
+from schemas.qa import QA_METRIC_COLUMNS, QA_RUN_COLUMNS
 from tasks.common.files import atomic_path
 from warehouse import db
 
 TOP_DOCUMENTS = 25  # documents in the chunk-type chart; the rest are counted, not drawn
 MAX_TABLE_ROWS = 200  # rows shown per table; `kbflow sql` shows the rest
-
-# Columns shown per section, in this order; a column an older warehouse lacks is left out.
-INGEST_RUN_COLUMNS = ("run_id", "kb", "status", "started_at", "seconds", "files_seen", "files_landed",
-                      "files_failed", "files_added", "files_changed", "files_removed", "files_skipped",
-                      "chunks_landed", "chunks_indexed", "chunks_embedded", "parse_backend", "task_runner")
-INGEST_FAILURE_COLUMNS = ("failed_at", "run_id", "kb", "path", "stage", "error_kind", "reason")
-QA_RUN_COLUMNS = ("run_id", "kb", "mode", "status", "started_at", "seconds", "questions", "invalid_rows",
-                  "answered", "insufficient", "widened", "failed", "labelled", "hit_at_1", "hit_at_5",
-                  "mrr_at_10", "retrieval_qps", "llm_model", "rerank_model")
-QA_METRIC_COLUMNS = ("eval_id", "config", "run_id", "kb", "status", "questions", "labelled", "with_answers",
-                     "hit_at_1", "hit_at_3", "hit_at_5", "hit_at_10", "mrr_at_10", "recall_at_5", "recall_at_10",
-                     "ndcg_at_10", "exact_match", "answer_f1", "contains_answer", "answers_all_of",
-                     "retrieval_qps", "note")
 
 # Short table headings; the full column name is the heading's tooltip.
 HEADINGS = {

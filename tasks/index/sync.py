@@ -20,6 +20,7 @@ from schemas.chunk import Chunk
 from schemas.settings import Settings
 from tasks.index import vector_index
 from warehouse import db
+from warehouse.chunks import chunk_files, chunk_ids_by_source, chunk_terms, kb_chunk_ids
 
 
 def read_chunks(path: Path) -> list[Chunk]:
@@ -42,7 +43,8 @@ class Indexer:
     """Holds the embedding model and the collection for one knowledge base during a run."""
 
     def __init__(self, settings: Settings, kb: str):
-        from tasks.index.embed import EmbeddingCache, Embedder, resolve_model
+        from tasks.index.embed import Embedder, resolve_model
+        from warehouse.embedding_cache import EmbeddingCache
 
         self.settings, self.kb = settings, kb
         self.embedder = Embedder(resolve_model(settings), batch_size=settings.embedding_batch_size)
@@ -70,7 +72,8 @@ def warm_embedding_cache(settings: Settings, chunks_file: Path, model: str) -> i
     """Encode a document's chunks that the on-disk embedding cache lacks and store them there (the
     scale-out path: a Dask worker does this, the flow's index stage then only reads vectors).
     The model is loaded once per process. Returns how many texts were encoded."""
-    from tasks.index.embed import Embedder, EmbeddingCache, embed_texts, embedding_text
+    from tasks.index.embed import Embedder, embed_texts, embedding_text
+    from warehouse.embedding_cache import EmbeddingCache
 
     key = (model, settings.embedding_batch_size)
     embedder = _process_embedders.get(key)
@@ -85,8 +88,7 @@ def warm_embedding_cache(settings: Settings, chunks_file: Path, model: str) -> i
 
 
 def kb_chunk_files(settings: Settings, kb: str) -> list[Path]:
-    _, rows = db.query(settings.db_path, "SELECT chunks_path FROM documents WHERE kb = ? ORDER BY source", [kb])
-    return [Path(p) for (p,) in rows]
+    return chunk_files(settings.db_path, kb)
 
 
 def rebuild_bm25(settings: Settings, kb: str) -> int:
@@ -94,21 +96,10 @@ def rebuild_bm25(settings: Settings, kb: str) -> int:
     Parquet files' rows), not one Parquet read per document (5.9 s of 6.7 s at 9,000 documents)."""
     from tasks.index.bm25 import BM25Index
 
-    _, rows = db.query(settings.db_path, "SELECT chunk_id, tokens FROM chunks WHERE kb = ? "
-                                         "ORDER BY source, chunk_index", [kb])
+    rows = chunk_terms(settings.db_path, kb)
     index = BM25Index.build([chunk_id for chunk_id, _ in rows], [tokens or [] for _, tokens in rows])
     index.save(settings.bm25_dir / kb)
     return len(index.chunk_ids)
-
-
-def _duckdb_ids(settings: Settings, kb: str) -> dict[str, set[str]]:
-    """source → chunk ids of the documents DuckDB holds for `kb`."""
-    by_source: dict[str, set[str]] = {}
-    if settings.db_path.exists():
-        for source, chunk_id in db.query(settings.db_path, "SELECT source, chunk_id FROM chunks WHERE kb = ?",
-                                         [kb])[1]:
-            by_source.setdefault(source, set()).add(chunk_id)
-    return by_source
 
 
 def prune_parquet(settings: Settings, kb: str) -> int:
@@ -155,16 +146,16 @@ def sync_indexes(settings: Settings, kb: str, to_index: list[tuple[str, Path]], 
     for source, path in to_index:
         index(source, path)
 
-    duck = _duckdb_ids(settings, kb)
+    duck = chunk_ids_by_source(settings.db_path, kb) if settings.db_path.exists() else {}
     col = indexer.collection if indexer else vector_index.collection(settings, kb)
     in_chroma = vector_index.all_ids(col)
     all_duck = set().union(*duck.values()) if duck else set()
     summary.orphans = vector_index.delete_ids(col, sorted(in_chroma - all_duck))
     lacking = sorted(s for s, ids in duck.items() if not ids <= in_chroma and s not in errors)
     if lacking:
-        paths = dict(db.query(settings.db_path, "SELECT source, chunks_path FROM documents WHERE kb = ?", [kb])[1])
+        landed = db.landed_documents(settings.db_path, kb)
         for source in lacking:
-            index(source, Path(paths[source]))
+            index(source, Path(landed[source][1]))
         summary.repaired = len(lacking)
 
     current: set[str] | None = None
@@ -210,8 +201,7 @@ def check(settings: Settings, kb: str) -> Consistency:
     """Compare the chunk_id sets of DuckDB, Chroma and BM25 for one knowledge base."""
     from tasks.index.bm25 import BM25Index
 
-    _, rows = db.query(settings.db_path, "SELECT chunk_id FROM chunks WHERE kb = ?", [kb])
-    stores = {"duckdb": {r[0] for r in rows},
+    stores = {"duckdb": kb_chunk_ids(settings.db_path, kb),
               "chroma": vector_index.all_ids(vector_index.collection(settings, kb))}
     bm25_dir = settings.bm25_dir / kb
     stores["bm25"] = set(BM25Index.load(bm25_dir).chunk_ids) if bm25_dir.exists() else set()

@@ -20,11 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from schemas.arrow import from_table
-from schemas.chunk import CHART, IMAGE, TABLE, Chunk
+from schemas.chunk import CHART, IMAGE, TABLE
 from schemas.qa import RERANK
 from schemas.settings import Settings
-from tasks.qa.retriever import CHUNK_COLUMNS
 from tasks.qa.types import Candidate, Retrieval, evidence_text
 
 
@@ -54,39 +52,20 @@ def expansion_seeds(retrieval: Retrieval, settings: Settings) -> list[Candidate]
 def expand_batch(db_path: Path, kb: str, retrievals: Sequence[Retrieval], settings: Settings) -> list[list[Candidate]]:
     """Per retrieval, its seeds' section-prefix neighbours not already ranked (each once), nearest
     first, capped; a neighbour carries its seed's score and `expanded_from`."""
-    from warehouse import db
+    from warehouse.chunks import SectionSeed, section_neighbours
 
     out: list[list[Candidate]] = [[] for _ in retrievals]
     if not settings.context_expansion_enabled or not retrievals:
         return out
     seeds = [(qi, rank, c) for qi, r in enumerate(retrievals) for rank, c in enumerate(expansion_seeds(r, settings))]
-    if not seeds:
-        return out
-    cols = ", ".join(f"c.{name}" for name in CHUNK_COLUMNS)
-    # the seeds travel as parallel list parameters (no registered Python objects: the read-only
-    # connection has external access disabled)
-    sql = f"""
-        WITH seeds AS (
-            SELECT unnest(?::BIGINT[]) AS qi, unnest(?::BIGINT[]) AS seed_rank, unnest(?::VARCHAR[]) AS seed_id,
-                   unnest(?::VARCHAR[]) AS seed_source, unnest(?::VARCHAR[]) AS seed_section,
-                   unnest(?::BIGINT[]) AS seed_index)
-        SELECT s.qi, s.seed_id, {cols}
-        FROM seeds s JOIN chunks c
-          ON c.kb = ? AND c.source = s.seed_source
-         AND c.chunk_index BETWEEN s.seed_index - ? AND s.seed_index + ? AND c.chunk_index <> s.seed_index
-         AND (s.seed_section = '' OR c.section_path = s.seed_section
-              OR starts_with(c.section_path, s.seed_section || ' > '))
-        ORDER BY s.qi, s.seed_rank, c.chunk_index < s.seed_index, abs(c.chunk_index - s.seed_index)"""
-    params = [[qi for qi, _, _ in seeds], [rank for _, rank, _ in seeds], [c.chunk_id for _, _, c in seeds],
-              [c.chunk.source for _, _, c in seeds], [c.chunk.section_path for _, _, c in seeds],
-              [c.chunk.chunk_index for _, _, c in seeds],
-              kb, settings.context_expansion_before, settings.context_expansion_after]
-    with db.connect(db_path, read_only=True) as con:
-        rows = con.sql(sql, params=params).to_arrow_table()
-    chunks = from_table(rows.drop_columns(["qi", "seed_id"]), Chunk)
+    neighbours = section_neighbours(
+        db_path, kb, [SectionSeed(qi, rank, c.chunk_id, c.chunk.source, c.chunk.section_path, c.chunk.chunk_index)
+                      for qi, rank, c in seeds],
+        before=settings.context_expansion_before, after=settings.context_expansion_after)
     seed_of = {(qi, c.chunk_id): c for qi, _, c in seeds}
     taken = [{c.chunk_id for c in r.ranked} for r in retrievals]
-    for qi, seed_id, chunk in zip(rows.column("qi").to_pylist(), rows.column("seed_id").to_pylist(), chunks):
+    for n in neighbours:
+        qi, seed_id, chunk = n.question, n.seed_id, n.chunk
         if chunk.chunk_id in taken[qi] or len(out[qi]) >= settings.context_expansion_max_chunks:
             continue
         taken[qi].add(chunk.chunk_id)

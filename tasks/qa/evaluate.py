@@ -28,7 +28,6 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
-from schemas.arrow import from_table
 from schemas.qa import QAMetric, QAResult, QARun, Question
 from tasks.common.files import atomic_path
 from tasks.qa.answer import without_citations
@@ -294,17 +293,14 @@ def write_metrics(metrics: Sequence[QAMetric], out: Path) -> Path:
 
 
 def read_chunk_refs(db_path: Path, kb: str) -> list[ChunkRef]:
-    from warehouse import db
+    from warehouse.chunks import chunk_pages
 
     if not db_path.exists():
         return []
-    _, rows = db.query(db_path, "SELECT chunk_id, source, page_start, page_end FROM chunks WHERE kb = ?", [kb])
-    return [ChunkRef(*row) for row in rows]
+    return [ChunkRef(*row) for row in chunk_pages(db_path, kb)]
 
 
 def read_results(db_path: Path, run_id: str) -> list[QAResult]:
-    from warehouse import db
+    from warehouse.qa import qa_results
 
-    with db.connect(db_path, read_only=True) as con:
-        table = con.sql("SELECT * FROM qa_results WHERE run_id = ?", params=[run_id]).to_arrow_table()
-    return from_table(table, QAResult)
+    return qa_results(db_path, run_id)

@@ -27,11 +27,9 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 
-from schemas.arrow import from_table
 from schemas.chunk import Chunk
 from schemas.qa import RERANK, RRF
 from schemas.settings import Settings
@@ -41,30 +39,6 @@ from tasks.qa.rerank import Reranker, rerank
 from tasks.qa.rescue import rescue
 from tasks.qa.types import (BM25, FIGURE, FIGURE_TYPES, MODES, VECTOR, Candidate, ChannelHits, Retrieval,
                             evidence_text)
-
-# columns read from DuckDB for every candidate (not table_html, bbox, ...: the answerer needs none)
-CHUNK_COLUMNS = ("chunk_id", "source", "doc_md5", "chunk_index", "chunk_type", "section_path", "text_level",
-                 "title", "content", "semantic_content", "caption", "table_summary", "tokens", "page_start",
-                 "page_end")
-
-
-# ------------------------------------------------------------------------------------------------
-# the record
-
-
-def fetch_chunks(db_path: Path, kb: str, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
-    """Chunk records by id from DuckDB's `chunks` (one query for a whole batch)."""
-    from warehouse import db
-
-    ids = sorted(set(chunk_ids))
-    if not ids:
-        return {}
-    cols = ", ".join(CHUNK_COLUMNS)
-    with db.connect(db_path, read_only=True) as con:
-        table = con.sql(f"SELECT {cols} FROM chunks WHERE kb = ? AND chunk_id IN (SELECT unnest(?::VARCHAR[]))",
-                        params=[kb, ids]).to_arrow_table()
-    return {c.chunk_id: c for c in from_table(table, Chunk)}
-
 
 # ------------------------------------------------------------------------------------------------
 # the retriever
@@ -191,6 +165,8 @@ class Retriever:
                 ) -> tuple[list[list[ChannelHits]], dict[str, Chunk]]:
         """Every channel for every variant of every question: one embedding call, one Chroma query
         per channel, one BM25 product; then the DuckDB records of every chunk found."""
+        from warehouse.chunks import fetch_chunks
+
         s = self.settings
         flat = [(qi, vi, text) for qi, vs in enumerate(variants) for vi, text in enumerate(vs)]
         per_query: list[list[ChannelHits]] = [[] for _ in variants]

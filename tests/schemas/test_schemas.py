@@ -5,8 +5,10 @@ import dataclasses
 import pyarrow as pa
 import pytest
 
-from schemas.arrow import from_table, to_table
-from schemas.chunk import CHUNK_SCHEMA, Chunk, assign_ids
+from schemas.arrow import columns_of, from_table, to_table
+from schemas.chunk import CANDIDATE_COLUMNS, CHUNK_SCHEMA, Chunk, assign_ids
+from schemas.ingest import INGEST_FAILURE_COLUMNS, INGEST_RUN_COLUMNS, IngestFailure, IngestRun
+from schemas.qa import QA_METRIC_COLUMNS, QA_RUN_COLUMNS, QAMetric, QARun
 from schemas.settings import check_kb_name, load_settings
 
 
@@ -15,6 +17,18 @@ def test_chunk_schema_follows_the_dataclass():
     assert CHUNK_SCHEMA.field("bbox").type == pa.list_(pa.float64())
     assert CHUNK_SCHEMA.field("bbox").nullable and not CHUNK_SCHEMA.field("content").nullable
     assert CHUNK_SCHEMA.field("page_start").type == pa.int64()
+
+
+def test_column_lists_are_fields_of_their_records():
+    def names(cls):
+        return {f.name for f in dataclasses.fields(cls)}
+
+    assert set(CANDIDATE_COLUMNS) <= names(Chunk) and "table_html" not in CANDIDATE_COLUMNS
+    assert set(INGEST_FAILURE_COLUMNS) <= names(IngestFailure) and set(QA_METRIC_COLUMNS) <= names(QAMetric)
+    assert set(INGEST_RUN_COLUMNS) - names(IngestRun) == {"seconds"} == set(QA_RUN_COLUMNS) - names(QARun)
+    assert columns_of(IngestRun, ["run_id", "seconds"], computed=("seconds",)) == ("run_id", "seconds")
+    with pytest.raises(TypeError, match="Chunk has no field page, seconds"):
+        columns_of(Chunk, ("chunk_id", "page", "seconds"))
 
 
 def test_round_trip_and_ids():

@@ -11,8 +11,9 @@ import pytest
 from schemas.settings import load_settings
 from tasks.index import e5_convert
 from tasks.index import embed
-from tasks.index.embed import EmbeddingCache, EmbeddingModelError, embed_texts, pick_prompt, resolve_model, text_key
+from tasks.index.embed import EmbeddingModelError, embed_texts, pick_prompt, resolve_model, text_key
 from tests.tasks.index.test_e5_convert import converted_home, shared_embedder
+from warehouse.embedding_cache import CACHE_FILE, EmbeddingCache
 
 PASSAGES = [
     "北京是中华人民共和国的首都，也是全国的政治、文化中心。",
@@ -215,7 +216,7 @@ def test_interrupted_run_keeps_finished_batches(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         embed_texts(texts, dying, cache, batch_size=4)
     assert cache.count("fake@0") == 8  # two whole batches committed, nothing of the third
-    with sqlite3.connect(tmp_path / "embeddings" / embed.CACHE_FILE) as db:
+    with sqlite3.connect(tmp_path / "embeddings" / CACHE_FILE) as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     fresh = FakeEmbedder()
     vectors = embed_texts(texts, fresh, cache, batch_size=4)
@@ -233,19 +234,3 @@ def test_cache_is_per_model_and_checks_its_binding(tmp_path):
     with pytest.raises(ValueError, match="bound"):
         embed_texts(["x"], a, EmbeddingCache(tmp_path / "embeddings", "b@1"), batch_size=8)
     assert embed_texts([], a, cache, batch_size=8).shape == (0, 8)
-
-
-def test_cache_lookups_scale(tmp_path):
-    cache = EmbeddingCache(tmp_path / "embeddings", "m@1")
-    keys = [text_key(f"chunk {i}") for i in range(20_000)]
-    vectors = np.random.default_rng(0).standard_normal((len(keys), 384)).astype(np.float32)
-    started = time.perf_counter()
-    for a in range(0, len(keys), 1000):
-        cache.put_many(list(zip(keys[a:a + 1000], vectors[a:a + 1000])))
-    put_s = time.perf_counter() - started
-    started = time.perf_counter()
-    found = cache.get_many(keys, dim=384)
-    get_s = time.perf_counter() - started
-    assert len(found) == len(keys)
-    np.testing.assert_array_equal(found[keys[12345]], vectors[12345])
-    assert put_s < 10 and get_s < 3, (put_s, get_s)

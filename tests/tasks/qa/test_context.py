@@ -12,9 +12,9 @@ from schemas.qa import RERANK, RRF
 from schemas.settings import Settings
 from tasks.qa.context import build_context, expand_batch, order_for_prompt
 from tasks.qa.filters import in_section
-from tasks.qa.retriever import fetch_chunks
 from tasks.qa.types import Candidate, Retrieval
 from warehouse import db
+from warehouse.chunks import fetch_chunks
 
 PARENT = "三、做好货源投放前的基础工作"
 DOC = [  # (section_path, chunk_type, content)

@@ -1,0 +1,140 @@
+"""Reads of a knowledge base's landed documents and chunks (`documents`, `chunks`, `chunk_quality`).
+
+Every function opens a short read-only connection: a missing warehouse raises FileNotFoundError.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from schemas.arrow import from_table
+from schemas.chunk import CANDIDATE_COLUMNS, Chunk
+from warehouse import db
+
+
+def chunk_files(db_path: Path, kb: str) -> list[Path]:
+    """The chunk Parquet file of each document of `kb`, by source."""
+    _, rows = db.query(db_path, "SELECT chunks_path FROM documents WHERE kb = ? ORDER BY source", [kb])
+    return [Path(p) for (p,) in rows]
+
+
+def kb_chunk_ids(db_path: Path, kb: str) -> set[str]:
+    _, rows = db.query(db_path, "SELECT chunk_id FROM chunks WHERE kb = ?", [kb])
+    return {chunk_id for (chunk_id,) in rows}
+
+
+def chunk_ids_by_source(db_path: Path, kb: str) -> dict[str, set[str]]:
+    """source → chunk ids of the documents `kb` holds."""
+    by_source: dict[str, set[str]] = {}
+    for source, chunk_id in db.query(db_path, "SELECT source, chunk_id FROM chunks WHERE kb = ?", [kb])[1]:
+        by_source.setdefault(source, set()).add(chunk_id)
+    return by_source
+
+
+def chunk_terms(db_path: Path, kb: str) -> list[tuple[str, list[str] | None]]:
+    """(chunk_id, BM25 terms) of every chunk of `kb`, in document order."""
+    _, rows = db.query(db_path, "SELECT chunk_id, tokens FROM chunks WHERE kb = ? ORDER BY source, chunk_index", [kb])
+    return rows
+
+
+def chunk_pages(db_path: Path, kb: str) -> list[tuple[str, str, int, int]]:
+    """(chunk_id, source, page_start, page_end) of every chunk of `kb`."""
+    _, rows = db.query(db_path, "SELECT chunk_id, source, page_start, page_end FROM chunks WHERE kb = ?", [kb])
+    return rows
+
+
+def count_chunks(db_path: Path, kb: str | None = None) -> int:
+    """Chunks of `kb`, or of every knowledge base."""
+    if kb is None:
+        return db.query(db_path, "SELECT count(*) FROM chunks")[1][0][0]
+    return db.query(db_path, "SELECT count(*) FROM chunks WHERE kb = ?", [kb])[1][0][0]
+
+
+def fetch_chunks(db_path: Path, kb: str, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
+    """Candidate records (`CANDIDATE_COLUMNS`) by id, in one query for a whole batch."""
+    ids = sorted(set(chunk_ids))
+    if not ids:
+        return {}
+    cols = ", ".join(CANDIDATE_COLUMNS)
+    with db.connect(db_path, read_only=True) as con:
+        table = con.sql(f"SELECT {cols} FROM chunks WHERE kb = ? AND chunk_id IN (SELECT unnest(?::VARCHAR[]))",
+                        params=[kb, ids]).to_arrow_table()
+    return {c.chunk_id: c for c in from_table(table, Chunk)}
+
+
+def kb_chunks(db_path: Path, kb: str) -> list[Chunk]:
+    """Candidate records (`CANDIDATE_COLUMNS`) of every chunk of `kb`, in document order."""
+    with db.connect(db_path, read_only=True) as con:
+        table = con.sql(f"SELECT {', '.join(CANDIDATE_COLUMNS)} FROM chunks WHERE kb = ? ORDER BY source, chunk_index",
+                        params=[kb]).to_arrow_table()
+    return from_table(table, Chunk)
+
+
+@dataclass(frozen=True)
+class SectionSeed:
+    """A ranked chunk whose section neighbours a question's context wants."""
+
+    question: int  # index of the question in its batch
+    rank: int  # the seed's rank among its question's seeds
+    chunk_id: str
+    source: str
+    section_path: str
+    chunk_index: int
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    question: int
+    seed_id: str
+    chunk: Chunk  # CANDIDATE_COLUMNS filled
+
+
+def section_neighbours(db_path: Path, kb: str, seeds: Sequence[SectionSeed], *, before: int,
+                       after: int) -> list[Neighbour]:
+    """Per seed, the other chunks of its source from `before` before it to `after` after it whose
+    section path is the seed's or under it (any, when the seed has none); by question, then seed
+    rank, then the chunks after the seed before those before it, nearest first. One query."""
+    if not seeds:
+        return []
+    cols = ", ".join(f"c.{name}" for name in CANDIDATE_COLUMNS)
+    # the seeds travel as parallel list parameters (no registered Python objects: the read-only
+    # connection has external access disabled)
+    sql = f"""
+        WITH seeds AS (
+            SELECT unnest(?::BIGINT[]) AS qi, unnest(?::BIGINT[]) AS seed_rank, unnest(?::VARCHAR[]) AS seed_id,
+                   unnest(?::VARCHAR[]) AS seed_source, unnest(?::VARCHAR[]) AS seed_section,
+                   unnest(?::BIGINT[]) AS seed_index)
+        SELECT s.qi, s.seed_id, {cols}
+        FROM seeds s JOIN chunks c
+          ON c.kb = ? AND c.source = s.seed_source
+         AND c.chunk_index BETWEEN s.seed_index - ? AND s.seed_index + ? AND c.chunk_index <> s.seed_index
+         AND (s.seed_section = '' OR c.section_path = s.seed_section
+              OR starts_with(c.section_path, s.seed_section || ' > '))
+        ORDER BY s.qi, s.seed_rank, c.chunk_index < s.seed_index, abs(c.chunk_index - s.seed_index)"""
+    params = [[s.question for s in seeds], [s.rank for s in seeds], [s.chunk_id for s in seeds],
+              [s.source for s in seeds], [s.section_path for s in seeds], [s.chunk_index for s in seeds],
+              kb, before, after]
+    with db.connect(db_path, read_only=True) as con:
+        rows = con.sql(sql, params=params).to_arrow_table()
+    chunks = from_table(rows.drop_columns(["qi", "seed_id"]), Chunk)
+    return [Neighbour(qi, seed_id, chunk)
+            for qi, seed_id, chunk in zip(rows.column("qi").to_pylist(), rows.column("seed_id").to_pylist(), chunks)]
+
+
+def chunk_quality(db_path: Path, kb: str | None = None) -> tuple[list[str], list[tuple]]:
+    """(columns, rows) of the `chunk_quality` view, one row per document, by kb and source.
+    duckdb.CatalogException when the warehouse predates the view."""
+    where, params = ("WHERE kb = ?", [kb]) if kb else ("", [])
+    return db.query(db_path, f"SELECT * FROM chunk_quality {where} ORDER BY kb, source", params)
+
+
+def chunk_quality_totals(db_path: Path) -> list[tuple]:
+    """Per kb (descending): chunks, heading-only chunks, their share of text chunks, fragments,
+    heading chains, the longest chain."""
+    _, rows = db.query(db_path, """
+        SELECT kb, sum(total_chunks), sum(heading_only_chunks),
+               round(sum(heading_only_chunks) / sum(text_chunks), 3), sum(fragments), sum(heading_chains),
+               max(longest_heading_chain)
+        FROM chunk_quality GROUP BY kb ORDER BY kb DESC""")
+    return rows
