@@ -24,8 +24,9 @@ from schemas.settings import Settings, check_kb_name, load_settings
 from tasks.qa.answer import Answerer
 from tasks.qa.batch import RetrievalOptions, load_retriever, new_run_id, out_path_for
 from tasks.qa.evaluate import (ABLATION, NO_RERANKER, PIPELINE, EvalConfig, gold_chunk_sets, metric_artifact_table,
-                               metrics_out_path, read_chunk_refs, read_results, score_run, skipped, write_metrics)
+                               metrics_out_path, read_chunk_refs, score_run, skipped, write_metrics)
 from warehouse import db
+from warehouse.qa import qa_results
 
 
 @dataclass
@@ -49,7 +50,7 @@ def gold_chunks_task(settings: Settings, kb: str, questions: list[Question]) -> 
 @task(name="score-run", cache_policy=NO_CACHE)
 def score_run_task(settings: Settings, eval_id: str, config: EvalConfig, run: QARun, questions: list[Question],
                    gold: dict[str, frozenset[str]]) -> QAMetric:
-    return score_run(eval_id, config.name, run, questions, read_results(settings.db_path, run.run_id), gold)
+    return score_run(eval_id, config.name, run, questions, qa_results(settings.db_path, run.run_id), gold)
 
 
 @task(name="land-metrics", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=2)

@@ -87,10 +87,6 @@ def warm_embedding_cache(settings: Settings, chunks_file: Path, model: str) -> i
     return embedder.encoded - before
 
 
-def kb_chunk_files(settings: Settings, kb: str) -> list[Path]:
-    return chunk_files(settings.db_path, kb)
-
-
 def rebuild_bm25(settings: Settings, kb: str) -> int:
     """BM25 from the terms stored with each landed chunk: one DuckDB query (the warehouse holds the
     Parquet files' rows), not one Parquet read per document (5.9 s of 6.7 s at 9,000 documents)."""
@@ -108,7 +104,7 @@ def prune_parquet(settings: Settings, kb: str) -> int:
     folder = settings.chunks_dir / f"kb={kb}"
     if not folder.is_dir():
         return 0
-    keep = {Path(p).name for p in kb_chunk_files(settings, kb)}
+    keep = {Path(p).name for p in chunk_files(settings.db_path, kb)}
     stale = [p for p in folder.glob("*.parquet") if p.name not in keep]
     stale += list(folder.glob(".*.tmp"))  # a write killed before its rename
     for p in stale:

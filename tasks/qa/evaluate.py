@@ -298,9 +298,3 @@ def read_chunk_refs(db_path: Path, kb: str) -> list[ChunkRef]:
     if not db_path.exists():
         return []
     return [ChunkRef(*row) for row in chunk_pages(db_path, kb)]
-
-
-def read_results(db_path: Path, run_id: str) -> list[QAResult]:
-    from warehouse.qa import qa_results
-
-    return qa_results(db_path, run_id)
