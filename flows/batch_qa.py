@@ -29,6 +29,7 @@ from prefect.runtime import flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from schemas.arrow import to_table
+from schemas.errors import InvalidValueError
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, QA_RESULT_SCHEMA, InvalidRow, QAResult, QARun, QATrace, Question
 from schemas.settings import Settings, check_kb_name, load_settings
 from tasks.qa.answer import (Answerer, confidence, confidence_instruction, cosine_floor, grade_evidence,
@@ -220,7 +221,7 @@ def write_results_task(parts: list[BatchParts], out: Path) -> Path:
 def out_path_for(settings: Settings, run_id: str, out: str | None) -> Path:
     path = Path(out).expanduser().resolve() if out else settings.home / "qa" / f"{run_id}.jsonl"
     if path.suffix.lower() not in OUT_FORMATS:
-        raise ValueError(f"--out {path.name!r}: use a .jsonl or .parquet file")
+        raise InvalidValueError(f"--out {path.name!r}: use a .jsonl or .parquet file")
     return path
 
 

@@ -22,6 +22,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.batch_qa import (RetrievalOptions, load_retriever, new_run_id, out_path_for, read_questions_task,
                             run_batch_qa)
+from schemas.errors import InvalidValueError
 from schemas.qa import QAMetric, QARun, Question
 from schemas.settings import Settings, check_kb_name, load_settings
 from tasks.qa.answer import Answerer
@@ -46,7 +47,7 @@ def metrics_out_path(out: str | None) -> Path | None:
         return None
     path = Path(out).expanduser().resolve()
     if path.suffix.lower() not in METRIC_FORMATS:
-        raise ValueError(f"--out {path.name!r}: use a .json or .csv file")
+        raise InvalidValueError(f"--out {path.name!r}: use a .json or .csv file")
     return path
 
 
