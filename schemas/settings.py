@@ -21,6 +21,8 @@ import typing
 from dataclasses import dataclass
 from pathlib import Path
 
+from schemas.errors import InvalidValueError, SettingsError
+
 KB_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,54}[A-Za-z0-9])?$")  # also a valid Chroma collection name
 
 
@@ -193,16 +195,22 @@ def load_settings(home: str | os.PathLike | None = None, config_file: str | os.P
     path = Path(config_file or os.environ.get("KBFLOW_CONFIG", "kbflow.toml"))
     if path.is_file():
         with path.open("rb") as fh:
-            data = tomllib.load(fh)
+            try:
+                data = tomllib.load(fh)
+            except tomllib.TOMLDecodeError as exc:
+                raise SettingsError(f"{path}: not valid TOML ({exc})") from None
         unknown = set(data) - names
         if unknown:
-            raise ValueError(f"{path}: unknown settings {sorted(unknown)}")
+            raise SettingsError(f"{path}: unknown settings {sorted(unknown)}")
         values.update({k: _coerce(str(v), hints[k]) if hints[k] is Path else v for k, v in data.items()})
 
     for name in names:
         env = os.environ.get(f"KBFLOW_{name.upper()}")
         if env is not None:
-            values[name] = _coerce(env, hints[name])
+            try:
+                values[name] = _coerce(env, hints[name])
+            except ValueError as exc:  # e.g. KBFLOW_MAX_FILE_MB=ten: name the variable, not just the value
+                raise SettingsError(f"KBFLOW_{name.upper()}={env!r}: {exc}") from None
 
     if home is not None:
         values["home"] = Path(home)
@@ -213,6 +221,6 @@ def load_settings(home: str | os.PathLike | None = None, config_file: str | os.P
 
 def check_kb_name(kb: str) -> str:
     if not KB_NAME.match(kb) or ".." in kb:
-        raise ValueError(f"invalid knowledge-base name {kb!r}: use letters, digits, '_', '-', '.' (max 56), "
-                         "starting and ending with a letter or digit")
+        raise InvalidValueError(f"invalid knowledge-base name {kb!r}: use letters, digits, '_', '-', '.' (max 56), "
+                                "starting and ending with a letter or digit")
     return kb

@@ -15,6 +15,7 @@ import duckdb
 import pyarrow as pa
 
 from schemas.chunk import CHUNK_SCHEMA
+from schemas.errors import WarehouseBusyError, WarehouseMissingError
 from schemas.ingest import (DOCUMENT_SCHEMA, INGEST_FAILURE_SCHEMA, INGEST_RUN_SCHEMA, MANIFEST_SCHEMA, Document,
                             IngestFailure, IngestRun, ManifestEntry)
 from schemas.qa import QA_METRIC_SCHEMA, QA_RESULT_SCHEMA, QA_RUN_SCHEMA, QA_TRACE_SCHEMA, QAMetric, QARun
@@ -38,10 +39,6 @@ VIEW_FILES = ("views.sql", "quality.sql", "qa.sql")  # executed in this order
 _ENSURED: set[str] = set()
 
 
-class WarehouseBusyError(RuntimeError):
-    """Another process holds the DuckDB write lock."""
-
-
 def _ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
     for name, schema in TABLES.items():
         empty = schema.empty_table()
@@ -61,7 +58,7 @@ def _ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
 def connect(db_path: Path, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
     """A connection; writers get the tables and views ensured first."""
     if read_only and not db_path.exists():
-        raise FileNotFoundError(f"no warehouse at {db_path}: run `kbflow ingest` first")
+        raise WarehouseMissingError(f"no warehouse at {db_path}: run `kbflow ingest` first")
     db_path.parent.mkdir(parents=True, exist_ok=True)
     key = str(db_path.resolve())
     if not db_path.exists():

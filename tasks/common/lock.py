@@ -24,12 +24,10 @@ from typing import Iterator
 
 from filelock import FileLock, Timeout
 
+from schemas.errors import IngestLockedError
+
 LOCK_FILE = "write.lock"
 HOLDER_FILE = "write.holder.json"
-
-
-class IngestLockedError(RuntimeError):
-    """Another kbflow process is writing to the same home: this run did not start."""
 
 
 def lock_paths(home: Path) -> tuple[Path, Path]:

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import jieba
 
+from schemas.errors import SettingsFileMissingError
+
 # Part of the term definition: chunk Parquet tokenized under another version must be re-tokenized
 # (include this in the chunk stage's cache key). Bump it when the stop words or the mode change.
 TOKENIZER_VERSION = "jieba-0.42/search-nohmm/dotted-numbers/nfkc-lower/stop-1"
@@ -52,7 +54,7 @@ def _jieba(user_dict: str | os.PathLike | None) -> jieba.Tokenizer:
         tok = _tokenizers.get(key)
         if tok is None:
             if key and not Path(key).is_file():
-                raise FileNotFoundError(f"jieba user dictionary not found: {key}")
+                raise SettingsFileMissingError(f"jieba user dictionary not found: {key}")
             tok = jieba.Tokenizer()
             tok.initialize()  # build the prefix dict now, not on the first cut of a worker thread
             if key:

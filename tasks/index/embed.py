@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from schemas.errors import EmbeddingModelError
 from schemas.settings import Settings
 from tasks.common.files import file_digest
 from tasks.index import e5_convert
@@ -51,10 +52,6 @@ _HUB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*
 _TRUE = {"1", "true", "yes", "on"}
 
 Progress = Callable[[int, int], None]
-
-
-class EmbeddingModelError(RuntimeError):
-    """No usable embedding model: the message says what to install or configure."""
 
 
 # ------------------------------------------------------------------------------------------------

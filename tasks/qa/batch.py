@@ -20,6 +20,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from schemas.errors import InvalidValueError
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, QA_RESULT_SCHEMA, InvalidRow, QAResult, QARun, QATrace, Question
 from schemas.settings import Settings
 from tasks.common.files import atomic_path, write_parquet
@@ -183,7 +184,7 @@ def new_run_id() -> str:
 def out_path_for(settings: Settings, run_id: str, out: str | None) -> Path:
     path = Path(out).expanduser().resolve() if out else settings.home / "qa" / f"{run_id}.jsonl"
     if path.suffix.lower() not in OUT_FORMATS:
-        raise ValueError(f"--out {path.name!r}: use a .jsonl or .parquet file")
+        raise InvalidValueError(f"--out {path.name!r}: use a .jsonl or .parquet file")
     return path
 
 

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
+from schemas.errors import InvalidValueError
 from schemas.qa import QAMetric, QAResult, QARun, Question
 from tasks.common.files import atomic_path
 from tasks.qa.answer import without_citations
@@ -271,7 +272,7 @@ def metrics_out_path(out: str | None) -> Path | None:
         return None
     path = Path(out).expanduser().resolve()
     if path.suffix.lower() not in METRIC_FORMATS:
-        raise ValueError(f"--out {path.name!r}: use a .json or .csv file")
+        raise InvalidValueError(f"--out {path.name!r}: use a .json or .csv file")
     return path
 
 

@@ -18,15 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from schemas.errors import QuestionSetError
 from schemas.qa import InvalidRow, Question
 
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv", ".parquet": "parquet"}
 MAX_QUESTION_CHARS = 4000  # longer "questions" are pasted documents, not questions
 _LIST_FIELDS = ("gold_chunk_ids", "gold_sources", "gold_pids")
-
-
-class QuestionSetError(ValueError):
-    """The question file cannot be read at all (missing, unknown format, not parseable as a whole)."""
 
 
 @dataclass

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from schemas.errors import RerankModelError
 from tasks.qa.types import Candidate
 
 
@@ -19,7 +20,7 @@ class Reranker:
 
         path = Path(model_path).expanduser()
         if not path.is_dir():
-            raise FileNotFoundError(f"rerank_model {str(model_path)!r} is not a local model folder")
+            raise RerankModelError(f"rerank_model {str(model_path)!r} is not a local model folder")
         self.model_id = path.name
         self.batch_size = batch_size
         self.model = CrossEncoder(str(path), device="cpu", max_length=max_length, local_files_only=True)

@@ -66,7 +66,7 @@ def test_stats_on_a_warehouse_without_the_view_says_what_to_do(tmp_path, capsys)
     home.mkdir()
     duckdb.connect(str(home / "kbflow.duckdb")).close()  # an old warehouse: no chunk_quality view
     assert main(["--home", str(home), "stats"]) == 2
-    assert "run `kbflow ingest`" in capsys.readouterr().out
+    assert "run `kbflow ingest`" in capsys.readouterr().err
 
 
 def test_sql_formats_and_read_only(ingested, capsys):
@@ -77,16 +77,25 @@ def test_sql_formats_and_read_only(ingested, capsys):
     assert main(["--home", ingested, "sql", query]) == 0
     assert "table" in capsys.readouterr().out
     assert main(["--home", ingested, "sql", "DROP TABLE chunks"]) == 2
-    assert "read-only" in capsys.readouterr().out
+    assert "read-only" in capsys.readouterr().err
     assert main(["--home", ingested, "sql", "SELECT count(*) AS n FROM chunks", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out) == [{"n": 3}]
 
 
+def test_sql_csv_has_unix_line_ends(tmp_path, capsys):
+    from warehouse import db
+
+    with db.connect(tmp_path / "kbflow.duckdb"):  # an empty warehouse: tables and views, no rows
+        pass
+    assert main(["--home", str(tmp_path), "sql", "SELECT 1 AS a, 2 AS b", "--format", "csv"]) == 0
+    assert capsys.readouterr().out == "a,b\n1,2\n"
+
+
 def test_errors_are_clear(tmp_path, capsys):
     assert main(["--home", str(tmp_path), "stats"]) == 2
-    assert "run `kbflow ingest` first" in capsys.readouterr().out
+    assert "run `kbflow ingest` first" in capsys.readouterr().err
     assert main(["--home", str(tmp_path), "ingest", str(tmp_path), "--kb", "../bad"]) == 2
-    assert "invalid knowledge-base name" in capsys.readouterr().out
+    assert "invalid knowledge-base name" in capsys.readouterr().err
 
 
 def test_console_script_is_installed():

@@ -294,13 +294,13 @@ def test_cli_writes_the_report_and_prints_the_counts(warehouse, tmp_path, capsys
 def test_cli_without_a_warehouse_is_a_clear_error(tmp_path, capsys):
     out = tmp_path / "report.html"
     assert main(["report", "--home", str(tmp_path / "nowhere"), "--out", str(out)]) == 2
-    assert "no warehouse at" in capsys.readouterr().out
+    assert "no warehouse at" in capsys.readouterr().err
     assert not out.exists() and not (tmp_path / "nowhere").exists()
 
     (tmp_path / "junk").mkdir()
     (tmp_path / "junk" / "kbflow.duckdb").write_bytes(b"not a database" * 100)
     assert main(["report", "--home", str(tmp_path / "junk"), "--out", str(out)]) == 2
-    assert "cannot read the warehouse" in capsys.readouterr().out
+    assert "cannot read the warehouse" in capsys.readouterr().err
     assert not out.exists()
 
 
