@@ -19,8 +19,8 @@ from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from schemas.errors import InvalidValueError
 from schemas.arrow import to_table
+from schemas.errors import InvalidValueError
 from schemas.qa import QAResult, QARun, QATrace, Question
 from schemas.settings import Settings, check_kb_name, load_settings
 from tasks.common.files import write_parquet
