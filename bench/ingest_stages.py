@@ -44,7 +44,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -161,12 +161,12 @@ def bench_parse(sources, settings, work: Path, rounds: int) -> tuple[list, list[
     best: dict[tuple[str, str], float] = {}
     failed: dict[str, str] = {}
     for r in range(rounds):
-        round_settings = replace(settings, home=work / f"parse-{r}")
+        round_settings = settings.replace(home=work / f"parse-{r}")
         for i, src in enumerate([s for s in sources if s.source not in failed]):
             seconds: dict[str, float] = {}
             out = alternate({"ours": caught(partial(parse_source, src, round_settings)),
                              "mineru": caught(partial(mineru_parse_and_save, src.path, work / f"mineru-{r}" / src.md5[:12],
-                                                      settings.mineru_tier, settings.mineru_home))},
+                                                      settings.ingest.mineru_tier, settings.mineru_home))},
                             seconds, swap=(i + r) % 2 == 1)
             errors = [out[side] for side in ("ours", "mineru") if isinstance(out[side], Exception)]
             if errors:  # ours first: its message says what to do
@@ -181,7 +181,7 @@ def bench_parse(sources, settings, work: Path, rounds: int) -> tuple[list, list[
     rows = [(s.source, str(pages[s.source]) if s.source in pages else "-", f"{s.size_bytes / 1e6:.2f}",
              f"{best['ours', s.source]:.2f}", f"{best['mineru', s.source]:.2f}",
              f"{best['mineru', s.source] / best['ours', s.source]:.3f}") for s in done]
-    print(f"parse, per file (MinerU tier {settings.mineru_tier!r}; fastest of {rounds} rounds per side; "
+    print(f"parse, per file (MinerU tier {settings.ingest.mineru_tier!r}; fastest of {rounds} rounds per side; "
           "ratio = MinerU's own / ours in seconds, 1.0 = no overhead):")
     print_table(("file", "pages", "MB", "ours_s", "mineru_s", "ratio"), rows, left={0})
     for source, reason in failed.items():
@@ -211,7 +211,7 @@ def bench_chunk(parsed_docs, settings, rounds: int) -> tuple[list, StageFigure]:
         for i, (src, parsed) in enumerate(parsed_docs):
             out = alternate({"ours": partial(chunk_task.fn, src, parsed, KB, settings),
                              "normalize": partial(normalize_parsed, parsed.parsed_dir,
-                                                  keep_furniture=settings.keep_furniture)},
+                                                  keep_furniture=settings.ingest.keep_furniture)},
                             seconds, swap=(i + r) % 2 == 1)
             landed[src.md5] = out["ours"]
     docs = [(src, parsed, landed[src.md5]) for src, parsed in parsed_docs]
@@ -233,7 +233,7 @@ def bench_land(docs, settings, work: Path, rounds: int) -> tuple[object, StageFi
     seconds: dict[str, float] = {}
     land_settings = settings
     for r in range(rounds):
-        land_settings = replace(settings, home=work / f"land-{r}")  # a fresh warehouse per round
+        land_settings = settings.replace(home=work / f"land-{r}")  # a fresh warehouse per round
         bulk_db = work / f"bulk-{r}.duckdb"
         alternate({"ours": partial(land_each, docs, KB, uuid.uuid4().hex, land_settings),
                    "bulk": partial(db.insert_chunk_files, bulk_db, paths)}, seconds, swap=r % 2 == 1)
@@ -252,12 +252,12 @@ def bench_embed(doc_chunks, settings) -> tuple[list, list[StageFigure]]:
     from warehouse.embedding_cache import EmbeddingCache
 
     started = time.perf_counter()
-    embedder = Embedder(resolve_model(settings), batch_size=settings.embedding_batch_size)
+    embedder = Embedder(resolve_model(settings), batch_size=settings.runtime.embedding_batch_size)
     print(f"embed: model {embedder.model_id} converted and loaded in {time.perf_counter() - started:.1f} s "
-          f"(untimed); passage prompt {embedder.passage_prompt!r}, batch size {settings.embedding_batch_size}")
+          f"(untimed); passage prompt {embedder.passage_prompt!r}, batch size {settings.runtime.embedding_batch_size}")
     embedder.model.encode(["预热"] * 4, show_progress_bar=False)  # first-call allocations, outside the cache
     cache = EmbeddingCache.for_settings(settings, embedder.model_id)
-    batch_size = settings.embedding_batch_size
+    batch_size = settings.runtime.embedding_batch_size
     texts = [[embedding_text(c) for c in chunks] for _, chunks in doc_chunks]
     n = sum(map(len, texts))
 

@@ -134,10 +134,10 @@ def build_peer(chunks, embedder, settings) -> dict[str, Any]:
     nodes = [TextNode(id_=c.chunk_id, text=embedding_text(c), metadata={"source": c.source, "chunk_id": c.chunk_id},
                       excluded_embed_metadata_keys=hidden, excluded_llm_metadata_keys=hidden) for c in chunks]
     cache = EmbeddingCache.for_settings(settings, embedder.model_id)
-    index = VectorStoreIndex(nodes, embed_model=KbflowEmbedding(embedder, cache, settings.embedding_batch_size))
-    vector = index.as_retriever(similarity_top_k=settings.recall_k)
-    bm25 = JiebaBM25Retriever(nodes, [c.tokens for c in chunks], similarity_top_k=settings.recall_k,
-                              user_dict=settings.bm25_user_dict or None)
+    index = VectorStoreIndex(nodes, embed_model=KbflowEmbedding(embedder, cache, settings.runtime.embedding_batch_size))
+    vector = index.as_retriever(similarity_top_k=settings.retrieval.recall_k)
+    bm25 = JiebaBM25Retriever(nodes, [c.tokens for c in chunks], similarity_top_k=settings.retrieval.recall_k,
+                              user_dict=settings.index.bm25_user_dict or None)
     # use_async=False: both retrievers are CPU-bound here, an event loop per question would gain nothing
     fusion = QueryFusionRetriever([vector, bm25], llm=MockLLM(), mode="reciprocal_rerank", num_queries=1,
                                   similarity_top_k=RRF_TOP, use_async=False)
@@ -186,7 +186,7 @@ def main(argv: list[str]) -> int:
           f"{os.getloadavg()[0]:.2f}")
 
     started = time.perf_counter()
-    embedder = Embedder(resolve_model(settings), batch_size=settings.embedding_batch_size)
+    embedder = Embedder(resolve_model(settings), batch_size=settings.runtime.embedding_batch_size)
     print(f"embedding model {embedder.model_id} loaded in {time.perf_counter() - started:.1f} s, shared by both "
           f"(prompts: passage {embedder.passage_prompt!r}, query {embedder.query_prompt!r})")
 
@@ -235,14 +235,14 @@ def main(argv: list[str]) -> int:
     for label, (mode, rescues) in kbflow_configs.items():
         gc.collect()
         t0 = time.perf_counter()
-        rs = retrieve_all(retriever, questions, mode, rescues=rescues, batch=settings.qa_batch_size)
+        rs = retrieve_all(retriever, questions, mode, rescues=rescues, batch=settings.runtime.qa_batch_size)
         batched_s[label] = time.perf_counter() - t0
         rankings[label] = [kbflow_ranking(r) for r in rs]
 
     n = len(questions)
     metrics = {label: scores(questions, rankings[label]) for label in pipelines}
     print(f"\nrgb_zh_refine_dev, {n} questions, {retriever.size} chunks (peer channels: top 10 of their 100; "
-          f"kbflow: its final ranking after adaptive top-k and rescues; batches of {settings.qa_batch_size}):")
+          f"kbflow: its final ranking after adaptive top-k and rescues; batches of {settings.runtime.qa_batch_size}):")
     header = f"{'pipeline':<28}{'hit@1':>8}{'hit@5':>8}{'MRR@10':>8}{'q/s each':>10}{'q/s batched':>13}"
     print(header)
     print("-" * len(header))

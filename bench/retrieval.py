@@ -159,7 +159,7 @@ def main(argv: list[str]) -> int:
     retriever = Retriever(settings, KB)
     retriever.embedder  # noqa: B018 - load the model before timing anything
     print(f"retriever loaded in {time.perf_counter() - started:.1f} s (embedding model {retriever.embedder.model_id})")
-    batch = settings.qa_batch_size
+    batch = settings.runtime.qa_batch_size
 
     rgb = questions_of("rgb_zh_refine_dev")
     print(f"\nrgb_zh_refine_dev: {len(rgb)} questions, final ranking after adaptive top-k (and rescues)")
@@ -177,7 +177,7 @@ def main(argv: list[str]) -> int:
     # throughput on a deterministic sample of every set's questions
     pool = [q for name in SETS for q in questions_of(name)]
     sample = random.Random(0).sample(pool, min(args.throughput_questions, len(pool)))
-    answerer = Answerer(replace(settings, llm_base_url=""))
+    answerer = Answerer(settings.replace(llm_base_url=""))
     t0 = time.perf_counter()
     rs = retrieve_all(retriever, sample, "hybrid", rescues=True, batch=batch)
     t_retrieve = time.perf_counter() - t0

@@ -5,5 +5,7 @@ import os
 # flow-run log too (Prefect attaches its API handler to these loggers when it configures logging,
 # which happens on its first import: so before any flow module imports prefect).
 os.environ.setdefault("PREFECT_LOGGING_EXTRA_LOGGERS", "kbflow")
+# ... and outside a flow run (`kbflow check`, a direct call) they only go to the console.
+os.environ.setdefault("PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW", "ignore")
 # The temporary server's telemetry heartbeat only logs SQLite lock errors here (offline machines).
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")

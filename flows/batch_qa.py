@@ -73,7 +73,7 @@ def run_batch_qa(qset: QuestionSet, retriever: Retriever, answerer: Answerer, se
     run = new_run(qset, retriever, answerer, settings, run_id=run_id, out_path=out_path, options=options,
                   flow_run_id=flow_run.id or "")
     db.save_qa_run(settings.db_path, run)
-    batches = question_batches(qset.questions, settings.qa_batch_size)
+    batches = question_batches(qset.questions, settings.runtime.qa_batch_size)
     parts_dir = settings.home / "qa" / "runs" / run_id
     futures = qa_batch_task.map(list(range(len(batches))), batches, unmapped(retriever), unmapped(answerer),
                                 unmapped(settings), unmapped(run_id), unmapped(options),

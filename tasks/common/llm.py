@@ -2,7 +2,7 @@
 
 Used by enrichment (VLM image descriptions, LLM table summaries) and by batch QA answering.
 
-- Endpoint: `settings.llm_base_url`, e.g. "https://api.openai.com/v1" or "http://127.0.0.1:8000/v1";
+- Endpoint: `settings.llm.llm_base_url`, e.g. "https://api.openai.com/v1" or "http://127.0.0.1:8000/v1";
   calls go to `{base}/chat/completions` (a URL that already ends in `/chat/completions` is used as is).
 - Key: only from the environment variable `KBFLOW_LLM_API_KEY`, sent as `Authorization: Bearer …`
   (optional: local servers often need none). It is never a setting, never logged, never written to

@@ -1,7 +1,7 @@
 """Embeddings (SPEC §2 item 10, §7): which model, a SentenceTransformer embedder, an on-disk cache.
 
 - `resolve_model(settings)` picks the model, never reaching for a hub it cannot use:
-  1. `settings.embedding_model` as a local folder (an existing path; a path that looks like one but
+  1. `settings.index.embedding_model` as a local folder (an existing path; a path that looks like one but
      does not exist is an error);
   2. the converted multilingual-e5-small under `settings.models_dir / "multilingual-e5-small"`
      (checksum verified; rebuilt when it does not match);
@@ -127,7 +127,7 @@ def _check_local(path: Path, configured: str) -> Path:
 
 def resolve_model(settings: Settings) -> Path | str:
     """The embedding model to load: a local folder (Path), or a hub name (str) only where one can be used."""
-    configured = (settings.embedding_model or "").strip()
+    configured = (settings.index.embedding_model or "").strip()
     if not configured:
         return _default_e5(settings)
 
@@ -246,7 +246,7 @@ class Embedder:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Embedder:
-        return cls(resolve_model(settings), batch_size=settings.embedding_batch_size)
+        return cls(resolve_model(settings), batch_size=settings.runtime.embedding_batch_size)
 
     def _encode(self, texts: Sequence[str], prompt: str, batch_size: int | None) -> np.ndarray:
         texts = list(texts)

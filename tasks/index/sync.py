@@ -47,7 +47,7 @@ class Indexer:
         from warehouse.embedding_cache import EmbeddingCache
 
         self.settings, self.kb = settings, kb
-        self.embedder = Embedder(resolve_model(settings), batch_size=settings.embedding_batch_size)
+        self.embedder = Embedder(resolve_model(settings), batch_size=settings.runtime.embedding_batch_size)
         self.cache = EmbeddingCache(settings.cache_dir / "embeddings", self.embedder.model_id)
         self.collection = vector_index.collection(settings, kb)
 
@@ -57,7 +57,7 @@ class Indexer:
         chunks = read_chunks(chunks_file)
         before = self.embedder.encoded
         vectors = embed_texts([embedding_text(c) for c in chunks], self.embedder, self.cache,
-                              batch_size=self.settings.embedding_batch_size)
+                              batch_size=self.settings.runtime.embedding_batch_size)
         update = vector_index.upsert_document(self.collection, self.kb, chunks, vectors, source=source)
         summary.documents += 1
         summary.chunks += update.added
@@ -75,15 +75,15 @@ def warm_embedding_cache(settings: Settings, chunks_file: Path, model: str) -> i
     from tasks.index.embed import Embedder, embed_texts, embedding_text
     from warehouse.embedding_cache import EmbeddingCache
 
-    key = (model, settings.embedding_batch_size)
+    key = (model, settings.runtime.embedding_batch_size)
     embedder = _process_embedders.get(key)
     if embedder is None:
         embedder = _process_embedders[key] = Embedder(Path(model) if Path(model).is_dir() else model,
-                                                      batch_size=settings.embedding_batch_size)
+                                                      batch_size=settings.runtime.embedding_batch_size)
     before = embedder.encoded
     with EmbeddingCache(settings.cache_dir / "embeddings", embedder.model_id) as cache:
         embed_texts([embedding_text(c) for c in read_chunks(chunks_file)], embedder, cache,
-                    batch_size=settings.embedding_batch_size)
+                    batch_size=settings.runtime.embedding_batch_size)
     return embedder.encoded - before
 
 

@@ -34,8 +34,8 @@ def client(settings: Settings):
     from chromadb.config import Settings as ChromaSettings
 
     chroma_settings = ChromaSettings(anonymized_telemetry=False)
-    if settings.chroma_url:
-        url = urlparse(settings.chroma_url)
+    if settings.runtime.chroma_url:
+        url = urlparse(settings.runtime.chroma_url)
         return chromadb.HttpClient(host=url.hostname or "localhost", port=url.port or 8000,
                                    ssl=url.scheme == "https", settings=chroma_settings)
     settings.chroma_dir.mkdir(parents=True, exist_ok=True)

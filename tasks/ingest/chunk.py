@@ -31,24 +31,26 @@ class ChunkedDocument:
 
 
 def chunking_settings(settings: Settings) -> ChunkingSettings:
-    return ChunkingSettings(settings.min_merge_size, settings.max_merged_size, settings.max_chunk_size)
+    s = settings.ingest
+    return ChunkingSettings(s.min_merge_size, s.max_merged_size, s.max_chunk_size)
 
 
 def heading_rules(settings: Settings) -> HeadingRules:
-    return HeadingRules(max_chars={1: settings.heading_max_h1, 2: settings.heading_max_h2, 3: settings.heading_max_h3},
-                        max_chars_deeper=settings.heading_max_h3)
+    s = settings.ingest
+    return HeadingRules(max_chars={1: s.heading_max_h1, 2: s.heading_max_h2, 3: s.heading_max_h3},
+                        max_chars_deeper=s.heading_max_h3)
 
 
 def structure(normalized: Normalized, settings: Settings) -> list[Chunk]:
     """Normalized items with merged tables, reliable heading levels, section paths and captions."""
     chunks = merge_cross_page_tables(normalized.chunks)
     chunks = assign_section_paths(assign_heading_levels(chunks, heading_rules(settings)))
-    return attach_captions(chunks, max_caption_len=settings.caption_max_chars,
-                           context_chars=settings.image_context_chars)
+    return attach_captions(chunks, max_caption_len=settings.ingest.caption_max_chars,
+                           context_chars=settings.ingest.image_context_chars)
 
 
 def build_chunks(parsed_dir: Path, settings: Settings, *, kb: str, doc_md5: str, source: str) -> ChunkedDocument:
-    normalized = normalize_parsed(parsed_dir, keep_furniture=settings.keep_furniture)
+    normalized = normalize_parsed(parsed_dir, keep_furniture=settings.ingest.keep_furniture)
     structured = structure(normalized, settings)
     items = len(structured)
     chunks = postprocess(structured, chunking_settings(settings))
@@ -56,7 +58,7 @@ def build_chunks(parsed_dir: Path, settings: Settings, *, kb: str, doc_md5: str,
     enrichment = enrich_chunks(chunks, settings.images_dir, settings)
     build_semantic_content(chunks)
     for chunk, tokens in zip(chunks, tokenize_many([c.semantic_content for c in chunks],
-                                                   settings.bm25_user_dict or None)):
+                                                   settings.index.bm25_user_dict or None)):
         chunk.tokens = tokens
     assign_ids(chunks, kb=kb, doc_md5=doc_md5, source=source)
     return ChunkedDocument(chunks, normalized, items, copied.copied, len(copied.missing), enrichment)

@@ -160,7 +160,7 @@ def classify(path: Path, settings: Settings) -> tuple[str, str]:
         raise errors.EmptyFileError(str(path), "empty file (0 bytes)")
     if size > settings.max_file_bytes:
         raise errors.FileTooLargeError(
-            str(path), f"{size / 1048576:.1f} MB exceeds the {settings.max_file_mb:g} MB limit (max_file_mb)")
+            str(path), f"{size / 1048576:.1f} MB exceeds the {settings.runtime.max_file_mb:g} MB limit (max_file_mb)")
     ext = path.suffix.lower().lstrip(".")
     if ext == "zip":
         if is_mineru_zip(path):

@@ -316,21 +316,21 @@ def enrich_chunks(chunks: list[Chunk], images_dir: Path, settings: Settings, *,
     """VLM descriptions for figures and LLM summaries for tables, in place; returns the counts.
 
     Run after `copy_images` (images are read from `images_dir` by their content-addressed name)
-    and before `build_semantic_content`. Without `settings.llm_base_url` (and no `client`) it
+    and before `build_semantic_content`. Without `settings.llm.llm_base_url` (and no `client`) it
     returns at once: no network, chunks unchanged. Requests run on at most
-    `settings.enrich_concurrency` threads; any failure keeps the chunk's offline text.
+    `settings.runtime.enrich_concurrency` threads; any failure keeps the chunk's offline text.
     """
     stats = EnrichStats()
-    if client is None and not settings.llm_base_url.strip():
+    if client is None and not settings.llm.llm_base_url.strip():
         return stats
     jobs: dict[tuple[str, str, str, str], _Job] = {}
     for chunk in chunks:
         if chunk.chunk_type in FIGURE_TYPES:
             stats.images += 1
-            job = _image_job(chunk, images_dir, settings.vlm_model)
+            job = _image_job(chunk, images_dir, settings.llm.vlm_model)
         elif chunk.chunk_type == TABLE:
             stats.tables += 1
-            job = _table_job(chunk, settings.llm_model)
+            job = _table_job(chunk, settings.llm.llm_model)
         else:
             continue
         if job is None:
@@ -353,7 +353,7 @@ def enrich_chunks(chunks: list[Chunk], images_dir: Path, settings: Settings, *,
         return stats
 
     try:
-        client = client or ChatClient.from_env(settings.llm_base_url)
+        client = client or ChatClient.from_env(settings.llm.llm_base_url)
     except LLMError as exc:  # a malformed base URL: every request falls back
         stats.fallbacks += len(pending)
         stats.errors.append(str(exc))
@@ -380,7 +380,8 @@ def enrich_chunks(chunks: list[Chunk], images_dir: Path, settings: Settings, *,
             unavailable = 0
         return text
 
-    with ThreadPoolExecutor(max_workers=max(1, settings.enrich_concurrency), thread_name_prefix="enrich") as pool:
+    workers = max(1, settings.runtime.enrich_concurrency)
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="enrich") as pool:
         futures = {pool.submit(run, job): job for job in pending}
         for future in as_completed(futures):
             job = futures[future]

@@ -13,13 +13,14 @@ keeps its last landed version: a bad edit does not delete the good one.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from schemas.ingest import ManifestEntry
-from schemas.settings import Settings
+from schemas.settings import REINGEST_GROUPS, Settings
 from tasks.ingest.discover import Discovery, SourceFile
 
 # Landed (DuckDB) and index states of a manifest row; the others describe the last attempt.
@@ -28,17 +29,13 @@ ADDED, CHANGED = "added", "changed"
 
 # Bump when the chunking code changes what it makes of the same input, so every file is redone.
 PIPELINE_VERSION = "1"
-# The settings that shape a document's chunks and vectors. An allowlist on purpose: settings for
-# retrieval, QA, locking or task runners must not force a corpus to be re-ingested.
-PIPELINE_SETTINGS = (
-    "parse_backend", "mineru_tier", "keep_furniture", "min_merge_size", "max_merged_size", "max_chunk_size",
-    "heading_max_h1", "heading_max_h2", "heading_max_h3", "caption_max_chars", "image_context_chars",
-    "embedding_model", "bm25_user_dict", "llm_base_url", "llm_model", "vlm_model",
-)
 
 
 def pipeline_key(settings: Settings) -> str:
-    values = {name: str(getattr(settings, name)) for name in PIPELINE_SETTINGS}
+    """The re-ingestion key: a hash of the settings groups that shape a document's chunks and
+    vectors (`REINGEST_GROUPS`). Retrieval, answer and runtime settings never force a re-ingest."""
+    values = {name: str(value) for group in REINGEST_GROUPS
+              for name, value in dataclasses.asdict(getattr(settings, group)).items()}
     values["version"] = PIPELINE_VERSION
     return hashlib.md5(json.dumps(values, sort_keys=True).encode()).hexdigest()[:16]
 

@@ -77,8 +77,9 @@ def confidence(retrieval: Retrieval) -> float:
 
 
 def confidence_instruction(value: float, scale: str, settings: Settings) -> str:
-    warn, caution = ((settings.confidence_warn_rerank, settings.confidence_caution_rerank) if scale == RERANK
-                     else (settings.confidence_warn_rrf, settings.confidence_caution_rrf))
+    a = settings.answer
+    warn, caution = ((a.confidence_warn_rerank, a.confidence_caution_rerank) if scale == RERANK
+                     else (a.confidence_warn_rrf, a.confidence_caution_rrf))
     if value < warn:
         return CONFIDENCE_LOW
     if value < caution:
@@ -89,9 +90,9 @@ def confidence_instruction(value: float, scale: str, settings: Settings) -> str:
 def cosine_floor(settings: Settings, embedding_model_id: str) -> float | None:
     """The cosine an answerable question's best chunk reaches with this embedding model; None = unknown
     (then cosine is not graded). `crag_min_cosine` > 0 overrides, < 0 switches the check off."""
-    if settings.crag_min_cosine > 0:
-        return settings.crag_min_cosine
-    if settings.crag_min_cosine < 0:
+    if settings.answer.crag_min_cosine > 0:
+        return settings.answer.crag_min_cosine
+    if settings.answer.crag_min_cosine < 0:
         return None
     return COSINE_FLOORS.get(embedding_model_id.split("@", 1)[0])
 
@@ -99,12 +100,12 @@ def cosine_floor(settings: Settings, embedding_model_id: str) -> float | None:
 def grade_evidence(retrieval: Retrieval, context: Context, settings: Settings,
                    floor: float | None) -> tuple[bool, str]:
     """(sufficient, why not) for the evidence that reached the context."""
-    if len(context.chunks) < max(1, settings.crag_min_items):
-        return False, f"{len(context.chunks)} evidence chunks (< {settings.crag_min_items})"
+    if len(context.chunks) < max(1, settings.answer.crag_min_items):
+        return False, f"{len(context.chunks)} evidence chunks (< {settings.answer.crag_min_items})"
     if retrieval.score_scale == RERANK:
         top = max((c.rerank for c in context.chunks if c.rerank is not None), default=0.0)
-        ok = top >= settings.crag_min_rerank
-        return ok, "" if ok else f"best rerank score {top:.3f} < {settings.crag_min_rerank}"
+        ok = top >= settings.answer.crag_min_rerank
+        return ok, "" if ok else f"best rerank score {top:.3f} < {settings.answer.crag_min_rerank}"
     if floor is not None and retrieval.top_cosine is not None:
         ok = retrieval.top_cosine >= floor
         return ok, "" if ok else f"best cosine {retrieval.top_cosine:.3f} < {floor}"
@@ -186,7 +187,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
             if len(cleaned) < MIN_SENTENCE_CHARS or cleaned in headings:
                 continue
             hit = bigram_hit_rate(q, unit)
-            if hit < settings.extractive_min_overlap:
+            if hit < settings.answer.extractive_min_overlap:
                 continue
             if unit.endswith(("？", "?")) or unit.startswith(("问：", "问:", "Q:")):
                 hit *= 0.5
@@ -199,7 +200,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
         if unit not in seen:
             seen.add(unit)
             picked.append((unit, chunk_id))
-        if len(picked) == settings.extractive_max_sentences:
+        if len(picked) == settings.answer.extractive_max_sentences:
             break
     text = "".join(f"{s}[ref:{cid}]" for s, cid in picked)
     return Answer(text, EXTRACTIVE, list(dict.fromkeys(cid for _, cid in picked)))
@@ -215,10 +216,10 @@ class Answerer:
         from tasks.common.llm import ChatClient
 
         self.settings = settings
-        self.model = settings.llm_model
-        if client is None and settings.llm_base_url.strip() and settings.llm_model:
-            client = ChatClient.from_env(settings.llm_base_url, read_timeout_s=settings.llm_timeout_s,
-                                         max_retries=settings.llm_max_retries)
+        self.model = settings.llm.llm_model
+        if client is None and settings.llm.llm_base_url.strip() and settings.llm.llm_model:
+            client = ChatClient.from_env(settings.llm.llm_base_url, read_timeout_s=settings.runtime.llm_timeout_s,
+                                         max_retries=settings.runtime.llm_max_retries)
         self.client = client if self.model else None
 
     @property
@@ -238,7 +239,7 @@ class Answerer:
         if self.client is not None:
             try:
                 raw = self.client.chat(build_messages(question, context, instruction), model=self.model,
-                                       max_tokens=self.settings.answer_max_tokens)
+                                       max_tokens=self.settings.answer.answer_max_tokens)
             except LLMError as exc:  # recorded per question; the answer falls back to extraction
                 error = f"{type(exc).__name__}: {exc}"[:500]
             else:
@@ -255,7 +256,7 @@ class Answerer:
         `llm_concurrency` at a time (they wait on the network, not the CPU)."""
         if self.client is None or len(jobs) < 2:
             return [self.answer(q, c, i, insufficient=ins) for q, c, i, ins in jobs]
-        with ThreadPoolExecutor(max_workers=max(1, self.settings.llm_concurrency),
+        with ThreadPoolExecutor(max_workers=max(1, self.settings.runtime.llm_concurrency),
                                 thread_name_prefix="kbflow-answer") as pool:
             return list(pool.map(lambda job: self.answer(job[0], job[1], job[2], insufficient=job[3]), jobs))
 

@@ -114,7 +114,7 @@ def answer_batch(questions: list[Question], retriever: Retriever, answerer: Answ
     expansions, ctxs, ctx_ms = contexts(retrievals)
     context_ms = [ctx_ms] * n
     grades = [grade_evidence(r, c, s, floor) for r, c in zip(retrievals, ctxs)]
-    weak = [i for i, (ok, _) in enumerate(grades) if not ok] if s.crag_enabled else []
+    weak = [i for i, (ok, _) in enumerate(grades) if not ok] if s.answer.crag_enabled else []
     if weak:  # CRAG-lite: widen once, with the same filters (seed 002)
         t0 = time.perf_counter()
         wider = retrieve([questions[i].question for i in weak], widen=True)
@@ -152,7 +152,7 @@ def answer_batch(questions: list[Question], retriever: Retriever, answerer: Answ
                 return q.is_gold(chunk_id, chunk.source, chunk.page_start, chunk.page_end)
             return q.is_gold(chunk_id, chunk_id.rsplit("_", 1)[0])  # chunk_id = f"{source}_{index}"
 
-        traces.extend(trace_records(run_id, q.qid, r, is_gold, s.trace_max_rank))
+        traces.extend(trace_records(run_id, q.qid, r, is_gold, s.runtime.trace_max_rank))
         stats.answered += a.mode in (LLM, EXTRACTIVE)
         stats.insufficient += a.mode == INSUFFICIENT
         stats.llm += a.mode == LLM
@@ -204,12 +204,12 @@ def settings_used(settings: Settings, options: RetrievalOptions) -> Settings:
                    section_cluster_rescue_enabled=False)
     if not options.rerank:
         off.update(rerank_model="")
-    return dataclasses.replace(settings, **off)
+    return settings.replace(**off)
 
 
 def settings_json(settings: Settings) -> str:
     # Settings hold no secrets (keys come from the environment only)
-    values = {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(settings).items()}
+    values = {k: (str(v) if isinstance(v, Path) else v) for k, v in settings.flat().items()}
     return json.dumps(values, ensure_ascii=False, sort_keys=True)
 
 
@@ -226,7 +226,8 @@ def new_run(qset: QuestionSet, retriever: Retriever, answerer: Answerer, setting
                  invalid_reasons=[f"line {r.line}: {r.reason}" for r in qset.invalid[:100]], failed=0, answered=0,
                  insufficient=0, llm_answers=0, extractive_answers=0, llm_failures=0, widened=0, labelled=0,
                  hit_at_1=None, hit_at_5=None, mrr_at_10=None, retrieval_qps=0.0, embedding_model=embedding_model,
-                 rerank_model=used.rerank_model, llm_model=settings.llm_model if answerer.uses_llm else "",
+                 rerank_model=used.retrieval.rerank_model,
+                 llm_model=settings.llm.llm_model if answerer.uses_llm else "",
                  settings_json=settings_json(used))
 
 

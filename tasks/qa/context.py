@@ -45,8 +45,8 @@ class Context:
 def expansion_seeds(retrieval: Retrieval, settings: Settings) -> list[Candidate]:
     kept = retrieval.ranked[:retrieval.kept]
     if retrieval.score_scale == RERANK:
-        kept = [c for c in kept if c.score >= settings.context_expansion_seed_min_rerank]
-    return [c for c in kept if c.chunk is not None][:settings.context_expansion_max_seeds]
+        kept = [c for c in kept if c.score >= settings.retrieval.context_expansion_seed_min_rerank]
+    return [c for c in kept if c.chunk is not None][:settings.retrieval.context_expansion_max_seeds]
 
 
 def expand_batch(db_path: Path, kb: str, retrievals: Sequence[Retrieval], settings: Settings) -> list[list[Candidate]]:
@@ -55,18 +55,18 @@ def expand_batch(db_path: Path, kb: str, retrievals: Sequence[Retrieval], settin
     from warehouse.chunks import SectionSeed, section_neighbours
 
     out: list[list[Candidate]] = [[] for _ in retrievals]
-    if not settings.context_expansion_enabled or not retrievals:
+    if not settings.retrieval.context_expansion_enabled or not retrievals:
         return out
     seeds = [(qi, rank, c) for qi, r in enumerate(retrievals) for rank, c in enumerate(expansion_seeds(r, settings))]
     neighbours = section_neighbours(
         db_path, kb, [SectionSeed(qi, rank, c.chunk_id, c.chunk.source, c.chunk.section_path, c.chunk.chunk_index)
                       for qi, rank, c in seeds],
-        before=settings.context_expansion_before, after=settings.context_expansion_after)
+        before=settings.retrieval.context_expansion_before, after=settings.retrieval.context_expansion_after)
     seed_of = {(qi, c.chunk_id): c for qi, _, c in seeds}
     taken = [{c.chunk_id for c in r.ranked} for r in retrievals]
     for n in neighbours:
         qi, seed_id, chunk = n.question, n.seed_id, n.chunk
-        if chunk.chunk_id in taken[qi] or len(out[qi]) >= settings.context_expansion_max_chunks:
+        if chunk.chunk_id in taken[qi] or len(out[qi]) >= settings.retrieval.context_expansion_max_chunks:
             continue
         taken[qi].add(chunk.chunk_id)
         seed = seed_of[(qi, seed_id)]
@@ -79,7 +79,7 @@ def order_for_prompt(cands: Sequence[Candidate], scale: str, settings: Settings)
     meaning, seed 002), with the seed's table and figure protections. Order is kept."""
     if scale != RERANK:
         return list(cands)
-    low = settings.context_min_score
+    low = settings.retrieval.context_min_score
     passing_sections = {(c.source, c.section) for c in cands if c.score >= low and c.chunk
                         and c.chunk.chunk_type not in (TABLE, IMAGE, CHART)}
     out = []
@@ -88,9 +88,9 @@ def order_for_prompt(cands: Sequence[Candidate], scale: str, settings: Settings)
         if c.score >= low:
             out.append(c)
         elif (kind == TABLE and (c.source, c.section) in passing_sections
-              and c.score >= low * settings.table_min_score_factor):
+              and c.score >= low * settings.retrieval.table_min_score_factor):
             out.append(c)
-        elif kind in (IMAGE, CHART) and c.score >= low * settings.chart_min_score_factor:
+        elif kind in (IMAGE, CHART) and c.score >= low * settings.retrieval.chart_min_score_factor:
             out.append(c)
     return out
 
@@ -117,17 +117,18 @@ def build_context(cands: Sequence[Candidate], settings: Settings) -> Context:
     chosen: list[Candidate] = []
     for (source, section), members in order:
         group_score = max(c.score for _, c in members)
-        if used >= settings.context_soft_limit and group_score < settings.context_soft_admit_ratio * best:
+        if (used >= settings.retrieval.context_soft_limit
+                and group_score < settings.retrieval.context_soft_admit_ratio * best):
             continue
         header = _header(source, section)
-        budget = settings.context_max_chars - used - len(header) - 1
+        budget = settings.retrieval.context_max_chars - used - len(header) - 1
         # what to keep of the group: tables always, then ranked chunks by rank, then expanded ones
         priority = sorted(members, key=lambda rc: (rc[1].chunk.chunk_type != TABLE, bool(rc[1].expanded_from), rc[0]))
         picked = []
         for _, c in priority:
             is_table = c.chunk.chunk_type == TABLE
             cost = len(_line(c)) + 1
-            if is_table or (cost <= budget and text_chunks < settings.max_context_chunks):
+            if is_table or (cost <= budget and text_chunks < settings.retrieval.max_context_chunks):
                 picked.append(c)
                 budget -= cost
                 text_chunks += 0 if is_table else 1

@@ -109,16 +109,16 @@ def adaptive_top_k(scores: Sequence[float], scale: str, settings: Settings) -> i
     if not scores:
         return 0
     if scale == RERANK:
-        passing = sum(1 for s in scores if s >= settings.context_min_score)
-        high, low = settings.adaptive_high_rerank, settings.adaptive_low_rerank
+        passing = sum(1 for s in scores if s >= settings.retrieval.context_min_score)
+        high, low = settings.retrieval.adaptive_high_rerank, settings.retrieval.adaptive_low_rerank
     else:
         passing = len(scores)
-        high, low = settings.adaptive_high_rrf, settings.adaptive_low_rrf
-    k = settings.top_k
-    if settings.adaptive_topk_enabled:
+        high, low = settings.retrieval.adaptive_high_rrf, settings.retrieval.adaptive_low_rrf
+    k = settings.retrieval.top_k
+    if settings.retrieval.adaptive_topk_enabled:
         if scores[0] >= high:
-            k = settings.adaptive_topk_min
+            k = settings.retrieval.adaptive_topk_min
         elif scores[0] < low:
-            k = settings.adaptive_topk_max
+            k = settings.retrieval.adaptive_topk_max
     return max(0, min(k, passing))
 

@@ -48,13 +48,13 @@ def rescue_bm25_divergence(kept_ids: set[str], bm25_top: Sequence[Candidate], cu
                            scale: str, settings: Settings) -> list[Candidate]:
     cut_by_id = {c.chunk_id: c for c in cut}
     out = []
-    for c in bm25_top[:settings.bm25_divergence_max_rank]:
+    for c in bm25_top[:settings.retrieval.bm25_divergence_max_rank]:
         if c.chunk_id in kept_ids:
             continue
         base = cut_by_id.get(c.chunk_id, c)  # case A: cut with a score; case B: from the BM25 backup
         if scale == RERANK and base.rerank is None:
             base = replace(base, score=0.0)  # its fused score is not on the rerank scale
-        out.append(_saved(base, BM25_DIVERGENCE, scale, settings.cluster_rescue_floor))
+        out.append(_saved(base, BM25_DIVERGENCE, scale, settings.retrieval.cluster_rescue_floor))
     return out
 
 
@@ -63,15 +63,17 @@ def rescue_lexical_match(question: str, cut: Sequence[Candidate], *, scale: str,
     q = bigrams(question)
     if len(clean_text(question)) < 2 or not q:
         return []
-    floor = settings.cluster_rescue_floor
+    floor = settings.retrieval.cluster_rescue_floor
     out: list[Candidate] = []
-    seeds = [c for c in cut if c.chunk and bigram_hit_rate(q, c.chunk.content) > settings.lexical_rescue_min_hit]
+    min_hit = settings.retrieval.lexical_rescue_min_hit
+    seeds = [c for c in cut if c.chunk and bigram_hit_rate(q, c.chunk.content) > min_hit]
     taken = {c.chunk_id for c in seeds}
     for seed in seeds:
         out.append(_saved(seed, LEXICAL, scale, floor))
         for c in cut:  # the items that follow a rescued header (enumerations)
             if (c.chunk_id not in taken and c.chunk and c.chunk.source == seed.chunk.source
-                    and 0 < c.chunk.chunk_index - seed.chunk.chunk_index <= settings.lexical_rescue_neighbours):
+                    and 0 < c.chunk.chunk_index - seed.chunk.chunk_index
+                    <= settings.retrieval.lexical_rescue_neighbours):
                 taken.add(c.chunk_id)
                 out.append(_saved(c, f"{LEXICAL_NEIGHBOUR}:{seed.chunk_id}", scale, floor))
     return out
@@ -81,7 +83,7 @@ def rescue_section_cluster(question: str, kept: Sequence[Candidate], cut: Sequen
                            settings: Settings) -> list[Candidate]:
     if not kept:  # "other sections pass": with nothing kept there is no contrast to judge by
         return []
-    levels = settings.cluster_section_prefix_levels
+    levels = settings.retrieval.cluster_section_prefix_levels
 
     def key(c: Candidate) -> tuple[str, str]:
         return c.chunk.source, normalize_section(c.chunk.section_path, levels)
@@ -95,14 +97,15 @@ def rescue_section_cluster(question: str, kept: Sequence[Candidate], cut: Sequen
     strong = []
     for (source, section), members in groups.items():
         types = {c.chunk.chunk_type for c in members}
-        if len(members) >= settings.cluster_min_members and len(types) >= settings.cluster_min_types:
+        if (len(members) >= settings.retrieval.cluster_min_members
+                and len(types) >= settings.retrieval.cluster_min_types):
             strength = len(members) * len(types) * (1 + bigram_hit_rate(q, section))
             strong.append((strength, (source, section), members))
     strong.sort(key=lambda x: -x[0])  # stable: equal strength keeps the better-ranked section first
     out = []
-    for _, (_, section), members in strong[:settings.cluster_max_sections]:
-        for c in sorted(members, key=lambda c: -c.score)[:settings.cluster_max_rescue_per_section]:
-            out.append(_saved(c, f"{SECTION_CLUSTER}:{section}", scale, settings.cluster_rescue_floor))
+    for _, (_, section), members in strong[:settings.retrieval.cluster_max_sections]:
+        for c in sorted(members, key=lambda c: -c.score)[:settings.retrieval.cluster_max_rescue_per_section]:
+            out.append(_saved(c, f"{SECTION_CLUSTER}:{section}", scale, settings.retrieval.cluster_rescue_floor))
     return out
 
 
@@ -119,10 +122,10 @@ def rescue(question: str, kept: Sequence[Candidate], cut: Sequence[Candidate], b
                 done.add(c.chunk_id)
                 out.append(c)
 
-    if settings.bm25_divergence_rescue_enabled:
+    if settings.retrieval.bm25_divergence_rescue_enabled:
         take(rescue_bm25_divergence(done, bm25_top, cut, scale=scale, settings=settings))
-    if settings.lexical_rescue_enabled:
+    if settings.retrieval.lexical_rescue_enabled:
         take(rescue_lexical_match(question, cut, scale=scale, settings=settings))
-    if settings.section_cluster_rescue_enabled:
+    if settings.retrieval.section_cluster_rescue_enabled:
         take(rescue_section_cluster(question, kept, cut, scale=scale, settings=settings))
     return out

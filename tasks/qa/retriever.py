@@ -60,9 +60,9 @@ class Retriever:
             bm25 = BM25Index.load(bm25_dir) if bm25_dir.exists() else BM25Index()
         self.bm25 = bm25
         self._embedder = embedder
-        if reranker is None and settings.rerank_model:
-            reranker = Reranker(settings.rerank_model, batch_size=settings.rerank_batch_size,
-                                max_length=settings.rerank_max_length)
+        if reranker is None and settings.retrieval.rerank_model:
+            reranker = Reranker(settings.retrieval.rerank_model, batch_size=settings.runtime.rerank_batch_size,
+                                max_length=settings.retrieval.rerank_max_length)
         self.reranker = reranker
         # the KB does not change during a run: which chunks are not active, whether any figure exists
         self.inactive = frozenset(self.collection.get(where={"status": {"$ne": "active"}}, include=[])["ids"]) \
@@ -108,25 +108,26 @@ class Retriever:
         if not questions:
             return []
         s = self.settings
-        factor = max(1, s.crag_widen_factor) if widen else 1
+        factor = max(1, s.answer.crag_widen_factor) if widen else 1
         clock = {"recall": 0.0, "fusion": 0.0, "rerank": 0.0, "rescue": 0.0}
 
         t0 = time.perf_counter()
         variants, terms = self._variants(questions, widen)
-        per_query, records = self._recall(variants, terms, MODES[mode], s.recall_k * factor, factor, sources, section)
+        per_query, records = self._recall(variants, terms, MODES[mode], s.retrieval.recall_k * factor, factor,
+                                          sources, section)
         clock["recall"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
         out, bm25_tops = [], []
         for question, vs, chs in zip(questions, variants, per_query):
             r = Retrieval(question, mode, RRF, [], 0, None, vs, widened=widen)
-            bm25_tops.append(self._fuse_filter_mmr(r, chs, records, s.mmr_top_k * factor, sources, section))
+            bm25_tops.append(self._fuse_filter_mmr(r, chs, records, s.retrieval.mmr_top_k * factor, sources, section))
             out.append(r)
         clock["fusion"] = time.perf_counter() - t0
 
         if self.reranker is not None and use_reranker:
             t0 = time.perf_counter()
-            self._rerank(out, s.rerank_candidates * factor)
+            self._rerank(out, s.retrieval.rerank_candidates * factor)
             clock["rerank"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
@@ -147,7 +148,7 @@ class Retriever:
         their BM25 terms."""
         from tasks.common.text import tokenize
 
-        user_dict = self.settings.bm25_user_dict or None
+        user_dict = self.settings.index.bm25_user_dict or None
         variants, terms = [], []
         for q in questions:
             t = tokenize(q, user_dict)
@@ -172,10 +173,10 @@ class Retriever:
         per_query: list[list[ChannelHits]] = [[] for _ in variants]
         if VECTOR in channels and self.size:
             vecs = self.embedder.embed_queries([text for _, _, text in flat])
-            runs = [(VECTOR, recall_k, self._where(sources), s.rrf_vector_weight)]
+            runs = [(VECTOR, recall_k, self._where(sources), s.retrieval.rrf_vector_weight)]
             if FIGURE in channels and self.has_figures:
-                runs.append((FIGURE, max(s.image_recall_min, s.top_k // 2) * factor,
-                             self._where(sources, figures=True), s.rrf_image_weight))
+                runs.append((FIGURE, max(s.retrieval.image_recall_min, s.retrieval.top_k // 2) * factor,
+                             self._where(sources, figures=True), s.retrieval.rrf_image_weight))
             for channel, k, where, weight in runs:
                 for (qi, vi, _), hits in zip(flat, self._vector(vecs, k, where, channel, weight)):
                     hits.variant = vi
@@ -188,7 +189,7 @@ class Retriever:
             k = recall_k if not (sources or section) else max(recall_k, min(len(self.bm25), recall_k * 10))
             found = self.bm25.search([terms[qi][vi] for qi, vi, _ in flat], k)
             for (qi, vi, _), hits in zip(flat, found):
-                per_query[qi].append(ChannelHits(BM25, s.rrf_bm25_weight, hits, vi))
+                per_query[qi].append(ChannelHits(BM25, s.retrieval.rrf_bm25_weight, hits, vi))
         records = fetch_chunks(s.db_path, self.kb, list({cid for chs in per_query for ch in chs for cid, _ in ch.hits}))
         if sources or section:  # re-rank BM25 within the filter, as Chroma did with its `where`
             wanted = set(sources or ())
@@ -208,15 +209,16 @@ class Retriever:
         r.top_cosine = max(cosines) if cosines else None
         cands = self._fuse(chs, records)
         r.trace("rrf", cands)
-        chapters = chapter_markers(r.question) if s.section_filter_enabled else []
+        chapters = chapter_markers(r.question) if s.retrieval.section_filter_enabled else []
         cands = filter_candidates(cands, inactive=self.inactive, sources=sources, section=section, chapters=chapters)
         r.trace("filter", cands)
         # BM25's own top ranks, for the divergence rescue (seed 000 §8.1 `_bm25_top3`), same filters
         bm25_top = self._bm25_top(chs, records, cands, sources, section)
         if chapters and any(m in c.section for c in cands for m in chapters):  # the question's chapter held
             bm25_top = [c for c in bm25_top if any(m in c.section for m in chapters)]
-        if s.mmr_enabled:
-            cands = mmr(cands, mmr_k, s.enum_query_mmr_lambda if is_enum_query(r.question) else s.mmr_lambda)
+        if s.retrieval.mmr_enabled:
+            lam = s.retrieval.enum_query_mmr_lambda if is_enum_query(r.question) else s.retrieval.mmr_lambda
+            cands = mmr(cands, mmr_k, lam)
         else:
             cands = cands[:mmr_k]
         r.trace("mmr", cands)
@@ -237,10 +239,10 @@ class Retriever:
             pos += len(cs)
 
     def _fuse(self, chs: list[ChannelHits], records: dict[str, Chunk]) -> list[Candidate]:
-        if self.settings.dynamic_rrf_enabled:
-            chs = dynamic_weights(chs, self.settings.dynamic_rrf_gain)
+        if self.settings.retrieval.dynamic_rrf_enabled:
+            chs = dynamic_weights(chs, self.settings.retrieval.dynamic_rrf_gain)
         return [Candidate(chunk_id, score=score, chunk=records.get(chunk_id))
-                for chunk_id, score in rrf_fuse(chs, self.settings.rrf_k)]
+                for chunk_id, score in rrf_fuse(chs, self.settings.retrieval.rrf_k)]
 
     def _bm25_top(self, chs: list[ChannelHits], records: dict[str, Chunk], fused: list[Candidate],
                   sources: Sequence[str] | None, section: str | None) -> list[Candidate]:
@@ -251,7 +253,7 @@ class Retriever:
         for ch in chs:
             if ch.channel != BM25 or ch.variant != 0:
                 continue
-            for chunk_id, _ in ch.hits[:self.settings.bm25_divergence_max_rank]:
+            for chunk_id, _ in ch.hits[:self.settings.retrieval.bm25_divergence_max_rank]:
                 base = by_id.get(chunk_id)
                 c = replace(base) if base else Candidate(chunk_id, chunk=records.get(chunk_id))
                 out.extend(filter_candidates([c], inactive=self.inactive, sources=sources, section=section))

@@ -9,7 +9,8 @@ from schemas.arrow import columns_of, from_table, to_table
 from schemas.chunk import CANDIDATE_COLUMNS, CHUNK_SCHEMA, Chunk, assign_ids
 from schemas.ingest import INGEST_FAILURE_COLUMNS, INGEST_RUN_COLUMNS, IngestFailure, IngestRun
 from schemas.qa import QA_METRIC_COLUMNS, QA_RUN_COLUMNS, QAMetric, QARun
-from schemas.settings import check_kb_name, load_settings
+from schemas.errors import SettingsError
+from schemas.settings import GROUP_OF, GROUPS, IngestSettings, Settings, check_kb_name, load_settings
 
 
 def test_chunk_schema_follows_the_dataclass():
@@ -44,11 +45,32 @@ def test_settings_precedence(tmp_path, monkeypatch):
     toml.write_text('max_file_mb = 5\nmineru_tier = "standard"\n')
     monkeypatch.setenv("KBFLOW_MAX_FILE_MB", "7")
     s = load_settings(tmp_path / "h", config_file=toml)
-    assert (s.max_file_mb, s.mineru_tier, s.home) == (7.0, "standard", (tmp_path / "h").resolve())
-    assert load_settings(tmp_path / "h", config_file=toml, max_file_mb=9).max_file_mb == 9
+    assert (s.runtime.max_file_mb, s.ingest.mineru_tier, s.home) == (7.0, "standard", (tmp_path / "h").resolve())
+    assert load_settings(tmp_path / "h", config_file=toml, max_file_mb=9).runtime.max_file_mb == 9
     toml.write_text("nonsense = 1\n")
     with pytest.raises(ValueError, match="unknown settings"):
         load_settings(config_file=toml)
+
+
+def test_settings_are_grouped_by_part(tmp_path, monkeypatch):
+    """`[group]` tables and flat names in kbflow.toml, flat KBFLOW_* names in the environment."""
+    toml = tmp_path / "kbflow.toml"
+    toml.write_text('rrf_k = 20\n[ingest]\nmax_chunk_size = 700\n'
+                    '[retrieval]\ntop_k = 9\n[runtime]\nqa_batch_size = 8\n')
+    monkeypatch.setenv("KBFLOW_CRAG_ENABLED", "false")
+    s = load_settings(tmp_path / "h", config_file=toml)
+    assert (s.retrieval.rrf_k, s.ingest.max_chunk_size, s.retrieval.top_k, s.runtime.qa_batch_size) == (20, 700, 9, 8)
+    assert s.answer.crag_enabled is False and s.ingest.min_merge_size == IngestSettings().min_merge_size
+    # a name under the wrong group is an error, not silently ignored
+    toml.write_text("[retrieval]\nmax_chunk_size = 700\n")
+    with pytest.raises(SettingsError, match="retrieval.max_chunk_size"):
+        load_settings(tmp_path / "h", config_file=toml)
+    # every name is unique across groups, so a flat name always finds its group
+    names = [f.name for cls in GROUPS.values() for f in dataclasses.fields(cls)]
+    assert len(names) == len(set(names)) == len(GROUP_OF)
+    assert Settings.of(rrf_k=30).replace(max_file_mb=1.0).flat()["rrf_k"] == 30
+    with pytest.raises(SettingsError, match="unknown settings"):
+        Settings().replace(no_such_setting=1)
 
 
 @pytest.mark.parametrize("bad", ["", "a/b", "../x", "kb name", "x" * 57, "kb-", "a..b"])

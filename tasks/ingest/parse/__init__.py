@@ -29,7 +29,7 @@ CONTENT_LIST = "content_list.json"
 CONTENT_LIST_V2 = "content_list_v2.json"
 MIDDLE_JSON = "middle.json"
 MARKDOWN = "full.md"
-BACKENDS = ("mineru", "mineru-api")  # the choices of settings.parse_backend
+BACKENDS = ("mineru", "mineru-api")  # the choices of settings.ingest.parse_backend
 
 log = logging.getLogger("kbflow.parse")
 
@@ -58,15 +58,15 @@ def parse_keys(src: SourceFile, settings: Settings) -> list[ParseKey]:
     if src.kind in ("markdown", "text"):
         from tasks.ingest.parse.text_reader import READER_VERSION
         return [ParseKey(src.md5, src.kind, READER_VERSION, "")]
-    if settings.parse_backend not in BACKENDS:
-        raise errors.ParseError(str(src.path), f"unknown parse backend {settings.parse_backend!r} "
+    if settings.ingest.parse_backend not in BACKENDS:
+        raise errors.ParseError(str(src.path), f"unknown parse backend {settings.ingest.parse_backend!r} "
                                                f"(choose one of {', '.join(BACKENDS)})")
     from tasks.ingest.parse import mineru_api
     from tasks.ingest.parse.mineru_local import mineru_version
     keys = []
-    if mineru_api.accepts(src.path) and (mineru_api.api_token() or settings.parse_backend == "mineru-api"):
+    if mineru_api.accepts(src.path) and (mineru_api.api_token() or settings.ingest.parse_backend == "mineru-api"):
         keys.append(ParseKey(src.md5, "mineru-api", mineru_api.API_VERSION, mineru_api.MODEL_VERSION))
-    keys.append(ParseKey(src.md5, "mineru", mineru_version(), settings.mineru_tier))
+    keys.append(ParseKey(src.md5, "mineru", mineru_version(), settings.ingest.mineru_tier))
     return keys
 
 
@@ -86,7 +86,7 @@ def read_manifest(parsed_dir: Path) -> ParseKey | None:
 def _run_backend(src: SourceFile, key: ParseKey, out: Path, settings: Settings) -> None:
     if key.backend == "mineru-api":
         from tasks.ingest.parse.mineru_api import parse_with_mineru_api
-        parse_with_mineru_api(src.path, out, base_url=settings.mineru_api_base_url, data_id=src.md5)
+        parse_with_mineru_api(src.path, out, base_url=settings.runtime.mineru_api_base_url, data_id=src.md5)
     elif key.backend == "import":
         from tasks.ingest.parse.mineru_import import import_mineru_output
         import_mineru_output(src.path, out)

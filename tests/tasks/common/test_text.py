@@ -48,7 +48,7 @@ def test_user_dictionary_makes_a_made_up_word_one_term(tmp_path):
     assert text_mod._jieba(user_dict) is text_mod._jieba(str(user_dict))
     assert "量子猫粮" not in tokenize(text)
     assert "量子猫粮" not in jieba.lcut(text)
-    assert tokenize(text, user_dict="") == tokenize(text)  # settings.bm25_user_dict defaults to ""
+    assert tokenize(text, user_dict="") == tokenize(text)  # settings.index.bm25_user_dict defaults to ""
 
 
 def test_missing_user_dictionary_is_a_clear_error(tmp_path):

@@ -70,8 +70,8 @@ def _answer(req):
 
 
 def _with(settings, url):
-    return load_settings(settings.home, llm_base_url=url + "/v1", llm_model=settings.llm_model,
-                         vlm_model=settings.vlm_model, enrich_concurrency=settings.enrich_concurrency)
+    return load_settings(settings.home, llm_base_url=url + "/v1", llm_model=settings.llm.llm_model,
+                         vlm_model=settings.llm.vlm_model, enrich_concurrency=settings.runtime.enrich_concurrency)
 
 
 def _fast(url: str) -> ChatClient:
@@ -80,7 +80,7 @@ def _fast(url: str) -> ChatClient:
 
 def test_offline_default_makes_no_call_and_changes_nothing(corpus, monkeypatch):
     settings, chunks = corpus
-    assert settings.llm_base_url == ""
+    assert settings.llm.llm_base_url == ""
 
     def no_network(*a, **k):
         raise AssertionError("network used offline")

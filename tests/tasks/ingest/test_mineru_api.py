@@ -260,7 +260,7 @@ def test_api_failure_falls_back_to_local_mineru(tmp_path, api_env):
         settings = _settings(tmp_path / "home", fake.url)
         src = _source(WATER_DOCX, settings)
         out = parse_source(src, settings)
-    assert out.key.backend == "mineru" and out.key.tier == settings.mineru_tier
+    assert out.key.backend == "mineru" and out.key.tier == settings.ingest.mineru_tier
     manifest = json.loads((out.parsed_dir / "parse.json").read_text(encoding="utf-8"))
     (failure,) = manifest["fallback_from"]
     assert failure["backend"] == "mineru-api" and failure["error"] == "UnsafeArchiveError"

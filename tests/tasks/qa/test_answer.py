@@ -77,8 +77,8 @@ def test_grade_evidence_is_scale_aware():
     ctx = context()
     floor = cosine_floor(S, "multilingual-e5-small@0123")
     assert floor == 0.84 and cosine_floor(S, "some-other-model@1") is None
-    assert cosine_floor(replace(S, crag_min_cosine=0.5), "x") == 0.5
-    assert cosine_floor(replace(S, crag_min_cosine=-1), "multilingual-e5-small@0") is None
+    assert cosine_floor(S.replace(crag_min_cosine=0.5), "x") == 0.5
+    assert cosine_floor(S.replace(crag_min_cosine=-1), "multilingual-e5-small@0") is None
     assert grade_evidence(retrieval([0.9], top_cosine=0.9), ctx, S, floor)[0]
     ok, why = grade_evidence(retrieval([0.9], top_cosine=0.83), ctx, S, floor)
     assert not ok and "cosine 0.830 < 0.84" in why
@@ -102,7 +102,7 @@ def test_offline_answerer_is_extractive_and_refuses_without_evidence():
 
 def _llm(server: FakeServer, **kw) -> Answerer:
     client = ChatClient(server.url + "/v1", sleep=lambda s: None, **kw)
-    return Answerer(replace(S, llm_model="qa-model"), client=client)
+    return Answerer(S.replace(llm_model="qa-model"), client=client)
 
 
 def test_llm_success_with_citations_checked():
@@ -156,5 +156,5 @@ def test_extractive_answer_quotes_a_table_row_with_its_header_not_a_restated_que
     faq = Chunk(content="问：西岭区2025年度用水指标是多少？\n第二章 用水指标\n答：请查阅表1。", chunk_type="text",
                 source="faq.txt", chunk_id="faq.txt_0", section_path="第二章 用水指标")
     ctx = build_context([Candidate("faq.txt_0", 0.9, chunk=faq), Candidate("p.docx_4", 0.8, chunk=table)], S)
-    ans = extractive_answer("西岭区2025年度用水指标是多少？", ctx, replace(S, extractive_max_sentences=1))
+    ans = extractive_answer("西岭区2025年度用水指标是多少？", ctx, S.replace(extractive_max_sentences=1))
     assert ans.text == "行政区 | 2024年度指标 | 2025年度指标：西岭区 | 16800 | 16500[ref:p.docx_4]"

@@ -4,7 +4,7 @@ completed from the batches' counts, the settings a run used, the results file an
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -114,7 +114,7 @@ def test_still_weak_after_widening_is_insufficient_with_the_reason(home):
     assert r.error.startswith("insufficient evidence: best cosine 0.900 < 0.95")
     assert (stats.answered, stats.insufficient, stats.widened) == (0, 1, 1)
 
-    no_crag = replace(home, crag_enabled=False)
+    no_crag = home.replace(crag_enabled=False)
     results, _, stats = answer_batch(qs, FakeRetriever(weak={qs[0].question}), Answerer(no_crag), no_crag,
                                      run_id="r1", options=RetrievalOptions(), floor=0.95)
     assert stats.widened == 0 and results[0].answer_mode == INSUFFICIENT  # graded, never widened
@@ -144,19 +144,20 @@ def test_question_batches_keep_order_and_size():
 
 
 def test_settings_used_switch_off_what_the_options_switch_off():
-    s = Settings(rerank_model="/models/ce")
+    s = Settings.of(rerank_model="/models/ce")
     assert settings_used(s, RetrievalOptions()) == s
     off = settings_used(s, RetrievalOptions(rescues=False, rerank=False))
-    assert not (off.bm25_divergence_rescue_enabled or off.lexical_rescue_enabled
-                or off.section_cluster_rescue_enabled) and off.rerank_model == ""
-    assert settings_used(s, RetrievalOptions(rerank=False)).lexical_rescue_enabled
+    r = off.retrieval
+    assert not (r.bm25_divergence_rescue_enabled or r.lexical_rescue_enabled
+                or r.section_cluster_rescue_enabled) and r.rerank_model == ""
+    assert settings_used(s, RetrievalOptions(rerank=False)).retrieval.lexical_rescue_enabled
     values = json.loads(settings_json(off))
     assert values["home"] == str(s.home) and values["lexical_rescue_enabled"] is False
     assert list(values) == sorted(values)
 
 
 def test_the_run_row_is_opened_then_completed_from_the_batches(tmp_path):
-    settings = Settings(home=tmp_path, rerank_model="/models/ce", llm_model="qwen")
+    settings = Settings.of(home=tmp_path, rerank_model="/models/ce", llm_model="qwen")
     qset = QuestionSet("q.jsonl", questions()[:2], [InvalidRow(3, "no question"), InvalidRow(5, "duplicate id")])
     out = tmp_path / "a.jsonl"
     run = new_run(qset, FakeRetriever(), Answerer(settings), settings, run_id="r1", out_path=out,

@@ -65,12 +65,12 @@ def test_a_parent_heading_pulls_its_subsections(warehouse):
     (extra,) = expand_batch(warehouse, "kb", [retrieval(records, [("guide.docx_3", 0.9)])], s)
     assert [c.chunk_id for c in extra] == ["guide.docx_2"]
     # capped per question; already-ranked chunks are not added twice
-    capped = replace(s, context_expansion_max_chunks=2)
+    capped = s.replace(context_expansion_max_chunks=2)
     (extra,) = expand_batch(warehouse, "kb", [retrieval(records, [("guide.docx_1", 0.9), ("guide.docx_2", 0.5)])],
                             capped)
     assert [c.chunk_id for c in extra] == ["guide.docx_3", "guide.docx_4"]
     assert expand_batch(warehouse, "kb", [retrieval(records, [("guide.docx_1", 0.9)])],
-                        replace(s, context_expansion_enabled=False)) == [[]]
+                        s.replace(context_expansion_enabled=False)) == [[]]
 
 
 def test_expansion_seeds_by_scale(warehouse):
@@ -111,15 +111,15 @@ def test_budget_groups_by_section_in_chunk_order(warehouse):
     assert ctx.text.splitlines()[:3] == [f"━ guide.docx · {PARENT} > （一）货源投放要求 ━",
                                          "[ref:guide.docx_2] 1.紧俏品规按周投放。", "[ref:guide.docx_3] 2.常销品规按月投放。"]
     # the hard limit holds; past the soft limit only groups nearly as strong as the best get in
-    small = Settings(context_max_chars=120, context_soft_limit=60)
+    small = Settings.of(context_max_chars=120, context_soft_limit=60)
     ctx = build_context(cands, small)
     assert ctx.chars <= 120 and ctx.chunk_ids == ["guide.docx_2", "guide.docx_3"]
-    assert build_context(cands, Settings(max_context_chunks=1)).chunk_ids == ["guide.docx_3"]
+    assert build_context(cands, Settings.of(max_context_chunks=1)).chunk_ids == ["guide.docx_3"]
 
 
 def test_a_table_is_never_cut(warehouse):
     records = fetch_chunks(warehouse, "kb", ["guide.docx_4", "guide.docx_2"])
     big = replace(records["guide.docx_4"], content="| 表 |\n" + "| 行 |\n" * 100)
     cands = [Candidate("guide.docx_4", 0.9, chunk=big), Candidate("guide.docx_2", 0.8, chunk=records["guide.docx_2"])]
-    ctx = build_context(cands, Settings(context_max_chars=200, context_soft_limit=150))
+    ctx = build_context(cands, Settings.of(context_max_chars=200, context_soft_limit=150))
     assert ctx.chunk_ids[0] == "guide.docx_4" and big.content.strip() in ctx.text

@@ -2,7 +2,6 @@
 Jaccard similarity of BM25 terms, and adaptive top-k on the rrf and rerank scales."""
 from __future__ import annotations
 
-from dataclasses import replace
 
 from schemas.chunk import Chunk
 from schemas.qa import RERANK, RRF
@@ -48,7 +47,7 @@ def test_mmr_drops_near_duplicates_and_keeps_fused_order():
 
 
 def test_adaptive_top_k_works_on_both_scales():
-    s = Settings(top_k=15, adaptive_topk_min=5, adaptive_topk_max=30)
+    s = Settings.of(top_k=15, adaptive_topk_min=5, adaptive_topk_max=30)
     assert adaptive_top_k([0.98] + [0.5] * 40, RRF, s) == 5  # channels agree on the top chunk
     assert adaptive_top_k([0.7] + [0.5] * 40, RRF, s) == 15
     assert adaptive_top_k([0.45] * 40, RRF, s) == 30
@@ -56,5 +55,5 @@ def test_adaptive_top_k_works_on_both_scales():
     assert adaptive_top_k([0.9] + [0.5] * 20, RERANK, s) == 5
     assert adaptive_top_k([0.6] * 10 + [0.01] * 10, RERANK, s) == 10
     assert adaptive_top_k([0.2] * 10 + [0.04] * 30, RERANK, s) == 10
-    assert adaptive_top_k([0.98] * 40, RRF, replace(s, adaptive_topk_enabled=False)) == 15
+    assert adaptive_top_k([0.98] * 40, RRF, s.replace(adaptive_topk_enabled=False)) == 15
     assert adaptive_top_k([], RRF, s) == 0

@@ -13,6 +13,7 @@ from tasks.qa.rescue import (BM25_DIVERGENCE, LEXICAL, LEXICAL_NEIGHBOUR, SECTIO
 from tasks.qa.types import Candidate
 
 S = Settings()
+FLOOR = S.retrieval.cluster_rescue_floor
 
 
 def cand(chunk_id: str, score: float, *, source: str = "a.docx", index: int = 0, section: str = "",
@@ -31,7 +32,7 @@ def test_bm25_divergence_cases_a_and_b_on_the_rerank_scale():
     bm25_top = [cand("k1", 0.0), cand("c1", 0.02), cand("lost", 0.02), cand("rank4", 0.02)]  # case B: "lost"
     saved = rescue_bm25_divergence({"k1"}, bm25_top, cut, scale=RERANK, settings=S)
     assert [(c.chunk_id, c.score, c.rescued) for c in saved] == [
-        ("c1", S.cluster_rescue_floor, BM25_DIVERGENCE), ("lost", S.cluster_rescue_floor, BM25_DIVERGENCE)]
+        ("c1", FLOOR, BM25_DIVERGENCE), ("lost", FLOOR, BM25_DIVERGENCE)]
     # rank 4 of BM25 is beyond BM25_DIVERGENCE_MAX_RANK = 3
     assert "rank4" not in {c.chunk_id for c in saved}
     # on the rrf scale nothing is filtered by score: a rescued chunk keeps its fused score
@@ -49,7 +50,7 @@ def test_lexical_match_rescues_the_header_and_the_items_after_it():
     assert [(c.chunk_id, c.rescued) for c in saved] == [
         ("h", LEXICAL), ("i1", f"{LEXICAL_NEIGHBOUR}:h"), ("i2", f"{LEXICAL_NEIGHBOUR}:h"),
         ("i8", f"{LEXICAL_NEIGHBOUR}:h")]
-    assert all(c.score == S.cluster_rescue_floor for c in saved)
+    assert all(c.score == S.retrieval.cluster_rescue_floor for c in saved)
     assert rescue_lexical_match("？", [header], scale=RERANK, settings=S) == []  # nothing to match
 
 
@@ -80,7 +81,7 @@ def test_rescue_runs_each_once_in_order_and_can_be_switched_off(flag):
     saved = rescue("安全检查应包括哪些方面", kept, cut, bm25_top, RERANK, S)
     assert [(c.chunk_id, c.rescued.split(":")[0]) for c in saved] == [
         ("m", BM25_DIVERGENCE), ("c0", SECTION_CLUSTER), ("c1", SECTION_CLUSTER), ("c2", SECTION_CLUSTER)]
-    off = replace(S, **{flag: False})
+    off = S.replace(**{flag: False})
     reasons = {c.rescued.split(":")[0] for c in rescue("安全检查应包括哪些方面", kept, cut, bm25_top, RERANK, off)}
     expected = {"bm25_divergence_rescue_enabled": {LEXICAL, SECTION_CLUSTER},
                 "lexical_rescue_enabled": {BM25_DIVERGENCE, SECTION_CLUSTER},

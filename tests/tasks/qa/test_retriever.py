@@ -3,7 +3,6 @@ passages: hit@5 per mode, stage traces, widening, filters, BM25-only, the rerank
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -49,8 +48,8 @@ def test_retrieval_stages_and_traces(cmrc):
     assert r.score_scale == RRF and r.kept == len(r.ranked) - sum(bool(c.rescued) for c in r.ranked)
     assert [st.stage for st in r.stages] == ["vector", "bm25", "rrf", "filter", "mmr", "topk", "rescue"]
     vector = r.stages[0].hits
-    assert len(vector) == min(settings.recall_k, retriever.size) and r.top_cosine == vector[0][1]
-    assert len(r.stages[4].hits) <= settings.mmr_top_k
+    assert len(vector) == min(settings.retrieval.recall_k, retriever.size) and r.top_cosine == vector[0][1]
+    assert len(r.stages[4].hits) <= settings.retrieval.mmr_top_k
     scores = [c.score for c in r.ranked[:r.kept]]
     assert scores == sorted(scores, reverse=True) and all(c.chunk is not None for c in r.ranked)
     assert set(r.timings) == {"recall", "fusion", "rerank", "rescue"}
@@ -94,7 +93,7 @@ def test_rerank_stage_with_a_tiny_cross_encoder(cmrc, tmp_path):
     texts = [q.question for q in questions[:4]]
     texts += [c.chunk.content for q in questions[:4] for c in retriever.retrieve_batch([q.question])[0].ranked]
     model = build_tiny_cross_encoder(tmp_path / "ce", texts)
-    s = replace(settings, rerank_model=str(model), rerank_candidates=8)
+    s = settings.replace(rerank_model=str(model), rerank_candidates=8)
     reranking = Retriever(s, "cmrc", embedder=retriever.embedder, bm25=retriever.bm25,
                           collection=retriever.collection)
     assert reranking.reranker is not None
@@ -105,8 +104,8 @@ def test_rerank_stage_with_a_tiny_cross_encoder(cmrc, tmp_path):
         assert len(rerank_stage) == 8 and all(0 < score < 1 for _, score, _ in rerank_stage)
         kept = r.ranked[:r.kept]
         assert [c.score for c in kept] == sorted((c.score for c in kept), reverse=True)
-        assert all(c.rerank is not None and c.score >= s.context_min_score for c in kept)
-        assert all(c.score >= s.cluster_rescue_floor for c in r.ranked[r.kept:])
+        assert all(c.rerank is not None and c.score >= s.retrieval.context_min_score for c in kept)
+        assert all(c.score >= s.retrieval.cluster_rescue_floor for c in r.ranked[r.kept:])
     assert out[0].timings["rerank"] > 0
     # the same batch without the reranker is on the rrf scale
     assert reranking.retrieve_batch(texts[:1], use_reranker=False)[0].score_scale == RRF
