@@ -2,7 +2,8 @@
 
 normalize (content_list v2/v1) → cross-page tables → heading levels → section paths → captions
 → post-processing passes → images copied by content MD5 → LLM/VLM enrichment (only when an
-endpoint is configured) → semantic_content → BM25 tokens (stored with the chunk) → ids.
+endpoint is configured) → semantic_content → BM25 tokens (stored with the chunk) → ids; then
+written as the document's Parquet file.
 """
 from __future__ import annotations
 
@@ -10,12 +11,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from schemas.chunk import Chunk, assign_ids
+from schemas.errors import EmptyDocumentError
 from schemas.settings import Settings
 from tasks.common.text import tokenize_many
 from tasks.ingest.content_list import Normalized, normalize_parsed
+from tasks.ingest.discover import SourceFile
 from tasks.ingest.enrich import EnrichStats, build_semantic_content, enrich_chunks
 from tasks.ingest.headings import HeadingRules, assign_heading_levels, assign_section_paths
 from tasks.ingest.images import attach_captions, copy_images
+from tasks.ingest.land import LandedChunks, chunks_path, write_chunks
 from tasks.ingest.postprocess import ChunkingSettings, postprocess
 from tasks.ingest.tables import merge_cross_page_tables
 
@@ -60,3 +64,16 @@ def build_chunks(parsed_dir: Path, settings: Settings, *, kb: str, doc_md5: str,
         chunk.tokens = tokens
     assign_ids(chunks, kb=kb, doc_md5=doc_md5, source=source)
     return ChunkedDocument(chunks, normalized, items, copied.copied, len(copied.missing), enrichment)
+
+
+def chunk_document(src: SourceFile, parsed_dir: Path, kb: str, settings: Settings) -> LandedChunks:
+    """Build a parsed document's chunks and write them to its Parquet file (not yet in DuckDB)."""
+    built = build_chunks(parsed_dir, settings, kb=kb, doc_md5=src.md5, source=src.source)
+    n = built.normalized
+    if not built.chunks:  # landing it would hide the problem: a document nobody can find
+        raise EmptyDocumentError(str(src.path), f"no content to index: the parser found {n.items_total} items "
+                                                f"({n.dropped_empty} empty, {n.dropped_furniture} page furniture "
+                                                "dropped) and no text, table or image")
+    path = write_chunks(built.chunks, chunks_path(settings.chunks_dir, kb, src.md5))
+    return LandedChunks(path, len(built.chunks), n.items_total, n.dropped_empty, n.dropped_furniture, n.dropped_ghost,
+                        built.enrichment.calls, built.enrichment.fallbacks)
