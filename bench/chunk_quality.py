@@ -35,7 +35,8 @@ def main(argv: list[str]) -> int:
     from tasks.ingest.discover import discover
     from tasks.ingest.enrich import build_semantic_content
     from tasks.ingest.headings import assign_section_paths
-    from tasks.ingest.land import chunks_path, write_chunks
+    from schemas.chunk import chunks_path
+    from tasks.ingest.land import write_chunks
     from tasks.ingest.parse import parse_source
     from tasks.ingest.postprocess import postprocess
     from warehouse import db

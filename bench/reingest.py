@@ -46,7 +46,7 @@ def main(argv: list[str]) -> int:
 
     from prefect.client.orchestration import get_client
 
-    from flows.ingest import ingest_flow
+    from flows.ingest import ingest
 
     with tempfile.TemporaryDirectory(prefix="kbflow-bench-") as tmp:
         home = args.home or str(Path(tmp) / "home")
@@ -54,13 +54,12 @@ def main(argv: list[str]) -> int:
         print(f"home:   {home}; task runner: {args.runner}; {os.cpu_count()} CPU cores")
         with get_client(sync_client=True) as client:  # start the temporary server before timing anything
             client.hello()
-        flow = ingest_flow(args.runner)
 
         t0 = time.perf_counter()
-        first = flow(paths=[str(corpus)], kb="bench", home=home, runner=args.runner)
+        first = ingest(paths=[str(corpus)], kb="bench", home=home, runner=args.runner)
         wall1 = time.perf_counter() - t0
         t0 = time.perf_counter()
-        second = flow(paths=[str(corpus)], kb="bench", home=home, runner=args.runner)
+        second = ingest(paths=[str(corpus)], kb="bench", home=home, runner=args.runner)
         wall2 = time.perf_counter() - t0
 
         print(_line("first ingest     ", first, wall1))

@@ -1,5 +1,7 @@
 """Prefect flows: orchestration only (ingest, batch_qa, evaluate), their task runners, and the CLI."""
+import logging
 import os
+import sys
 
 # Messages that task modules log through `logging.getLogger("kbflow.…")` reach the Prefect
 # flow-run log too (Prefect attaches its API handler to these loggers when it configures logging,
@@ -9,3 +11,19 @@ os.environ.setdefault("PREFECT_LOGGING_EXTRA_LOGGERS", "kbflow")
 os.environ.setdefault("PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW", "ignore")
 # The temporary server's telemetry heartbeat only logs SQLite lock errors here (offline machines).
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+
+
+def _attach_kbflow_loggers() -> None:
+    """What Prefect does for an extra logger, done here when prefect was imported before this
+    package (a script, a test module): it read its settings without the variable above."""
+    from prefect.logging.configuration import ensure_logging_setup
+
+    ensure_logging_setup()
+    kbflow = logging.getLogger("kbflow")
+    for handler in logging.getLogger("prefect.extra").handlers:
+        if handler not in kbflow.handlers:
+            kbflow.addHandler(handler)
+
+
+if "prefect" in sys.modules:
+    _attach_kbflow_loggers()

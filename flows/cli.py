@@ -72,18 +72,17 @@ def print_rows(columns: list[str], rows: Sequence[Sequence[Any]], fmt: str = "ta
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from flows.ingest import ingest_flow
+    from flows.ingest import ingest
 
     from tasks.common.lock import check_free
 
     settings = load_settings(args.home)
     if not (args.wait if args.wait is not None else settings.runtime.ingest_lock_wait_s):
         check_free(settings.home, kb=args.kb)  # refuse before a flow run (and a server) is started
-    runner = args.runner or settings.runtime.task_runner
-    flow = ingest_flow(runner, args.dask_address or settings.runtime.dask_address, settings.runtime.dask_workers)
     with progress_display():
-        summary = flow(paths=[str(p) for p in args.paths], kb=args.kb, home=args.home, runner=runner,
-                       dask_address=args.dask_address, lock_wait_s=args.wait)
+        summary = ingest(paths=[str(p) for p in args.paths], kb=args.kb, home=args.home,
+                         runner=args.runner or settings.runtime.task_runner, dask_address=args.dask_address,
+                         lock_wait_s=args.wait)
     rows = [(o.source, o.status if o.status != "landed" else f"landed ({o.change})", o.chunks,
              f"{o.parse_seconds:.2f}" if o.status == "landed" else "", "yes" if o.parse_cached else "", o.reason)
             for o in summary.outcomes]

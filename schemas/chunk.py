@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from schemas.arrow import arrow_schema, columns_of
 
@@ -64,3 +65,8 @@ def assign_ids(chunks: list[Chunk], *, kb: str, doc_md5: str, source: str) -> li
         chunk.chunk_index = index
         chunk.chunk_id = f"{source}_{index}"
     return chunks
+
+
+def chunks_path(chunks_dir: Path, kb: str, doc_md5: str) -> Path:
+    """Where a landed document's chunks live: one Parquet file per document, by KB and content MD5."""
+    return chunks_dir / f"kb={kb}" / f"{doc_md5}.parquet"

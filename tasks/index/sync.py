@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 from schemas.arrow import from_table
 from schemas.chunk import Chunk
 from schemas.settings import Settings
+from tasks.common.progress import Tracker
 from tasks.index import vector_index
 from warehouse import db
 from warehouse.chunks import chunk_files, chunk_ids_by_source, chunk_terms, kb_chunk_ids
@@ -50,14 +51,16 @@ class Indexer:
         self.embedder = Embedder(resolve_model(settings), batch_size=settings.runtime.embedding_batch_size)
         self.cache = EmbeddingCache(settings.cache_dir / "embeddings", self.embedder.model_id)
         self.collection = vector_index.collection(settings, kb)
+        self.embedding = Tracker("embed", None, "chunks")  # the run's chunks through the embedder, per batch
 
     def index_document(self, chunks_file: Path, source: str, summary: IndexSummary) -> None:
         from tasks.index.embed import embed_texts, embedding_text
 
         chunks = read_chunks(chunks_file)
-        before = self.embedder.encoded
+        before, done_before = self.embedder.encoded, self.embedding.done
         vectors = embed_texts([embedding_text(c) for c in chunks], self.embedder, self.cache,
-                              batch_size=self.settings.runtime.embedding_batch_size)
+                              batch_size=self.settings.runtime.embedding_batch_size,
+                              progress=lambda done, _total: self.embedding.set(done_before + done))
         update = vector_index.upsert_document(self.collection, self.kb, chunks, vectors, source=source)
         summary.documents += 1
         summary.chunks += update.added
@@ -166,6 +169,9 @@ def sync_indexes(settings: Settings, kb: str, to_index: list[tuple[str, Path]], 
     else:
         summary.bm25_chunks = len(current)
     prune_parquet(settings, kb)
+    if indexer:  # the stage's total is known only now
+        indexer.embedding.set(indexer.embedding.done, total=indexer.embedding.done)
+        indexer.embedding.finish()
     return summary, errors, indexed
 
 
@@ -173,7 +179,7 @@ def remove_document(settings: Settings, kb: str, source: str) -> int:
     """Remove a document from Chroma, then DuckDB (then its Parquet); BM25 is rebuilt by the caller.
     Re-running after a crash converges: each step skips what is already gone."""
     removed = vector_index.delete_source(vector_index.collection(settings, kb), source)
-    from tasks.ingest.land import chunks_path
+    from schemas.chunk import chunks_path
 
     for md5 in db.delete_document(settings.db_path, kb, source):
         chunks_path(settings.chunks_dir, kb, md5).unlink(missing_ok=True)

@@ -2,7 +2,8 @@
 
 normalize (content_list v2/v1) → cross-page tables → heading levels → section paths → captions
 → post-processing passes → images copied by content MD5 → LLM/VLM enrichment (only when an
-endpoint is configured) → semantic_content → BM25 tokens (stored with the chunk) → ids.
+endpoint is configured) → semantic_content → BM25 tokens (stored with the chunk) → ids; then
+written as the document's Parquet file.
 """
 from __future__ import annotations
 
@@ -10,12 +11,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from schemas.chunk import Chunk, assign_ids
+from schemas.errors import EmptyDocumentError
 from schemas.settings import Settings
 from tasks.common.text import tokenize_many
 from tasks.ingest.content_list import Normalized, normalize_parsed
+from tasks.ingest.discover import SourceFile
 from tasks.ingest.enrich import EnrichStats, build_semantic_content, enrich_chunks
 from tasks.ingest.headings import HeadingRules, assign_heading_levels, assign_section_paths
 from tasks.ingest.images import attach_captions, copy_images
+from schemas.chunk import chunks_path
+from tasks.ingest.land import LandedChunks, write_chunks
 from tasks.ingest.postprocess import ChunkingSettings, postprocess
 from tasks.ingest.tables import merge_cross_page_tables
 
@@ -32,13 +37,13 @@ class ChunkedDocument:
 
 def chunking_settings(settings: Settings) -> ChunkingSettings:
     s = settings.ingest
-    return ChunkingSettings(s.min_merge_size, s.max_merged_size, s.max_chunk_size)
+    return ChunkingSettings(s.ingest.min_merge_size, s.ingest.max_merged_size, s.ingest.max_chunk_size)
 
 
 def heading_rules(settings: Settings) -> HeadingRules:
     s = settings.ingest
-    return HeadingRules(max_chars={1: s.heading_max_h1, 2: s.heading_max_h2, 3: s.heading_max_h3},
-                        max_chars_deeper=s.heading_max_h3)
+    return HeadingRules(max_chars={1: s.ingest.heading_max_h1, 2: s.ingest.heading_max_h2, 3: s.ingest.heading_max_h3},
+                        max_chars_deeper=s.ingest.heading_max_h3)
 
 
 def structure(normalized: Normalized, settings: Settings) -> list[Chunk]:
@@ -62,3 +67,16 @@ def build_chunks(parsed_dir: Path, settings: Settings, *, kb: str, doc_md5: str,
         chunk.tokens = tokens
     assign_ids(chunks, kb=kb, doc_md5=doc_md5, source=source)
     return ChunkedDocument(chunks, normalized, items, copied.copied, len(copied.missing), enrichment)
+
+
+def chunk_document(src: SourceFile, parsed_dir: Path, kb: str, settings: Settings) -> LandedChunks:
+    """Build a parsed document's chunks and write them to its Parquet file (not yet in DuckDB)."""
+    built = build_chunks(parsed_dir, settings, kb=kb, doc_md5=src.md5, source=src.source)
+    n = built.normalized
+    if not built.chunks:  # landing it would hide the problem: a document nobody can find
+        raise EmptyDocumentError(str(src.path), f"no content to index: the parser found {n.items_total} items "
+                                                f"({n.dropped_empty} empty, {n.dropped_furniture} page furniture "
+                                                "dropped) and no text, table or image")
+    path = write_chunks(built.chunks, chunks_path(settings.chunks_dir, kb, src.md5))
+    return LandedChunks(path, len(built.chunks), n.items_total, n.dropped_empty, n.dropped_furniture, n.dropped_ghost,
+                        built.enrichment.calls, built.enrichment.fallbacks)

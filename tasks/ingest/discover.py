@@ -64,6 +64,7 @@ class Rejection:
 class Discovery:
     sources: list[SourceFile] = field(default_factory=list)
     rejected: list[Rejection] = field(default_factory=list)
+    empty_roots: list[str] = field(default_factory=list)  # given folders that held no file (also rejected)
 
 
 def mineru_output_files(folder: Path) -> list[Path]:
@@ -260,6 +261,7 @@ def discover(paths: list[str | os.PathLike], settings: Settings) -> Discovery:
                     "mineru", folder_md5(lists), sum(p.stat().st_size for p in lists))
             if not files and not mineru_dirs:
                 found.rejected.append(Rejection(str(root), "", "MissingFileError", "folder holds no files"))
+                found.empty_roots.append(str(root))
         else:
             files = [root]
         for path in files:

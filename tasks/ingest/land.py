@@ -1,16 +1,80 @@
-"""Land: a document's chunks as one Parquet file, written atomically (temp file + rename)."""
+"""Land: a document's chunks as one Parquet file, written atomically (temp file + rename), then
+swapped into DuckDB with its document and manifest rows in one transaction; and the removal of
+files gone from the folders they were found in."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 from schemas.arrow import to_table
-from schemas.chunk import Chunk
+from schemas.chunk import Chunk, chunks_path
+from schemas.ingest import Document, ManifestEntry
+from schemas.settings import Settings
 from tasks.common.files import write_parquet
+from tasks.index.sync import remove_document
+from tasks.ingest.discover import SourceFile
+from tasks.ingest.manifest import LANDED
+from tasks.ingest.parse import ParsedOutput
+from warehouse import db
 
 
-def chunks_path(chunks_dir: Path, kb: str, doc_md5: str) -> Path:
-    return chunks_dir / f"kb={kb}" / f"{doc_md5}.parquet"
+@dataclass
+class LandedChunks:
+    """A document's chunks written to its Parquet file (not yet in DuckDB), with the counts of
+    what chunking kept and dropped."""
+
+    chunks_path: Path
+    chunk_count: int
+    items_total: int
+    dropped_empty: int
+    dropped_furniture: int
+    dropped_ghost: int
+    enrich_calls: int = 0  # VLM/LLM requests made (0 when everything came from the cache)
+    enrich_fallbacks: int = 0
 
 
 def write_chunks(chunks: list[Chunk], path: Path) -> Path:
     return write_parquet(to_table(chunks, Chunk), path)
+
+
+def land_document(src: SourceFile, parsed: ParsedOutput, chunked: LandedChunks, kb: str, run_id: str,
+                  settings: Settings, pipeline_key: str = "") -> list[str]:
+    """Swap the document's new rows and its manifest row (status `landed`) in, in one transaction;
+    then delete the Parquet files of the versions it replaced. Returns their MD5s."""
+    now = datetime.now(timezone.utc)
+    document = Document(
+        kb=kb, doc_md5=src.md5, source=src.source, path=str(src.path), doc_type=src.doc_type,
+        size_bytes=src.size_bytes, parse_backend=parsed.key.backend, parser_version=parsed.key.parser_version,
+        parsed_dir=str(parsed.parsed_dir), chunks_path=str(chunked.chunks_path), chunk_count=chunked.chunk_count,
+        items_total=chunked.items_total, dropped_empty=chunked.dropped_empty,
+        dropped_furniture=chunked.dropped_furniture, dropped_ghost=chunked.dropped_ghost,
+        parse_seconds=round(parsed.seconds, 3), parse_cached=parsed.cached, run_id=run_id, ingested_at=now,
+    )
+    entry = ManifestEntry(kb, str(src.path), src.source, src.md5, LANDED, chunked.chunk_count, pipeline_key,
+                          run_id, now)
+    replaced = db.replace_document(settings.db_path, document, chunked.chunks_path, entry)
+    for old_md5 in replaced:  # the old version's Parquet goes only after the new rows committed
+        chunks_path(settings.chunks_dir, kb, old_md5).unlink(missing_ok=True)
+    return replaced
+
+
+def remove_deleted(settings: Settings, kb: str, entries: list[ManifestEntry], held: set[str]) -> dict[str, str]:
+    """Delete files gone from their folder from Chroma, DuckDB (rows, manifest) and Parquet; BM25
+    follows in the index stage. A source name now held by another file found this run was already
+    replaced by it: only the stale manifest row goes. Returns the error of each removal that failed."""
+    errors: dict[str, str] = {}
+    stale_rows = []  # manifest rows only: their source has no document of its own to remove
+    for entry in entries:
+        if not entry.source or entry.source in held:
+            stale_rows.append(entry.path)
+            continue
+        try:
+            remove_document(settings, kb, entry.source)  # its manifest rows go in the same transaction
+        except Exception as exc:  # retried by the next run: the manifest row is still there
+            errors[entry.path] = f"{type(exc).__name__}: {exc}"[:500]
+    try:
+        db.delete_manifest(settings.db_path, kb, stale_rows)
+    except Exception as exc:
+        errors.update({path: f"{type(exc).__name__}: {exc}"[:500] for path in stale_rows})
+    return errors

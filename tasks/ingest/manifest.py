@@ -59,6 +59,12 @@ class Plan:
         """Unchanged files whose last landing never reached Chroma (a failed or killed index stage)."""
         return [(src, entry) for src, entry in self.skipped if entry.status == LANDED]
 
+    @property
+    def held_sources(self) -> set[str]:
+        """Source names held by files found this run (to land or unchanged): a removed path under one
+        of them loses only its manifest row, not the document now landed under that name."""
+        return {t.src.source for t in self.todo} | {src.source for src, _ in self.skipped}
+
 
 def under(path: str, root: Path) -> bool:
     return Path(path).is_relative_to(root) and Path(path) != root
@@ -66,7 +72,7 @@ def under(path: str, root: Path) -> bool:
 
 def given_folders(paths: list[str], found: Discovery) -> tuple[list[Path], list[str]]:
     """The given paths that are folders and yielded at least one file; and those that yielded none."""
-    empty = {r.path for r in found.rejected if r.reason == "folder holds no files"}
+    empty = set(found.empty_roots)
     folders, kept = [], []
     for given in paths:
         root = Path(given).expanduser().absolute()

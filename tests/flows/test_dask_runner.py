@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from flows.cli import main
-from flows.ingest import ingest, ingest_flow
+from flows.ingest import ingest
 from schemas.settings import load_settings
 from tasks.index.sync import check
 from tests.conftest import DOCS, REPO, need
@@ -44,8 +44,8 @@ def test_dask_local_cluster_gives_the_default_runners_chunks(prefect_harness, co
         cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                                env={"PREFECT_API_URL": PREFECT_API_URL.value()})
     with cluster, Client(cluster) as client:
-        flow = ingest_flow("dask", dask_address=cluster.scheduler_address)
-        summary = flow(paths=[str(corpus)], kb="kb", home=str(dask_home), runner="dask")
+        summary = ingest(paths=[str(corpus)], kb="kb", home=str(dask_home), runner="dask",
+                         dask_address=cluster.scheduler_address)
         # the work ran on the workers: both executed tasks (5 files × parse, chunk, embed), and a
         # worker loads the embedding model once, not per document
         executed = client.run(lambda dask_worker: dask_worker.state.executed_count)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import shutil
 
 from flows.ingest import ingest
+from tasks.common.progress import listening
 from tests.conftest import DOCS, make_scanned_pdf, need
 from warehouse import db
 
@@ -20,7 +21,9 @@ def test_ingest_lands_good_files_and_records_bad_ones(prefect_harness, tmp_path)
     (corpus / "broken.pdf").write_bytes(b"%PDF-1.4 then nothing")
     home = tmp_path / "home"
 
-    summary = ingest(paths=[str(corpus)], kb="demo", home=str(home))
+    updates = []
+    with listening(updates.append):
+        summary = ingest(paths=[str(corpus)], kb="demo", home=str(home))
 
     status = {o.source: o.status for o in summary.outcomes}
     assert status == {
@@ -46,6 +49,10 @@ def test_ingest_lands_good_files_and_records_bad_ones(prefect_harness, tmp_path)
     assert sum(r[3] == "table" and r[4].startswith("<table") for r in rows) == 1
     assert sorted(p.name for p in (home / "chunks" / "kb=demo").iterdir()) == sorted(
         f"{md5}.parquet" for (md5,) in db.query(w, "SELECT doc_md5 FROM documents")[1])
+    # progress of the long stages: paths found, files through parse → chunk → land, chunks embedded
+    done = {u.stage: (u.done, u.total, u.unit) for u in updates if u.finished}
+    assert done == {"discover": (7, 7, "files"), "land": (4, 4, "files"),
+                    "embed": (sum(docs.values()), sum(docs.values()), "chunks")}
 
 
 def test_reingest_uses_parse_cache_and_replaces_changed_files(prefect_harness, tmp_path):

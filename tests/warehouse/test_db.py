@@ -9,7 +9,8 @@ import pytest
 
 from schemas.chunk import Chunk, assign_ids
 from schemas.ingest import Document
-from tasks.ingest.land import chunks_path, write_chunks
+from schemas.chunk import chunks_path
+from tasks.ingest.land import write_chunks
 from warehouse import db
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from schemas.chunk import Chunk, assign_ids
 from schemas.ingest import Document
-from tasks.ingest.land import chunks_path, write_chunks
+from schemas.chunk import chunks_path
+from tasks.ingest.land import write_chunks
 from warehouse import db
 
 QUALITY_COLUMNS = ["kb", "source", "total_chunks", "text_chunks", "table_chunks", "image_chunks",

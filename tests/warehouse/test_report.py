@@ -19,7 +19,8 @@ from flows.cli import main
 from schemas.chunk import Chunk, assign_ids
 from schemas.ingest import Document, IngestFailure, IngestRun
 from schemas.qa import QAMetric, QARun
-from tasks.ingest.land import chunks_path, write_chunks
+from schemas.chunk import chunks_path
+from tasks.ingest.land import write_chunks
 from warehouse import db, report
 
 T0 = datetime(2025, 3, 1, 8, 0, tzinfo=timezone.utc)

@@ -14,7 +14,8 @@ from tasks.index import e5_convert, vector_index
 from tasks.index.sync import check, prune_parquet, remove_document, sync_indexes
 from tasks.ingest.chunk import build_chunks
 from tasks.ingest.discover import discover
-from tasks.ingest.land import chunks_path, write_chunks
+from schemas.chunk import chunks_path
+from tasks.ingest.land import write_chunks
 from tasks.ingest.parse import parse_source
 from tests.tasks.index.test_e5_convert import converted_home
 from warehouse import db

@@ -57,6 +57,15 @@ def test_bad_inputs_are_rejected_with_reasons_and_good_ones_kept(tmp_path):
     assert reasons["loop"][0] == "UnsupportedFileError" and "symlinked folder not followed" in reasons["loop"][1]
 
 
+def test_an_empty_folder_is_rejected_and_named_in_empty_roots(tmp_path, settings):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "a.md").write_text("# 甲\n\n正文。", encoding="utf-8")
+    found = discover([tmp_path / "empty", tmp_path / "full"], settings)
+    assert found.empty_roots == [str(tmp_path / "empty")]
+    assert _by_reason(found) == {"empty": ("MissingFileError", "folder holds no files")}
+
+
 def test_real_documents_get_kinds_and_doc_types(settings):
     docx = need(DOCS / "zh_docx" / "procurement_contract_headings_table_images.docx")
     pdf = need(DOCS / "zh_pdf" / "prc_constitution.pdf")

@@ -92,8 +92,10 @@ def test_a_single_file_path_removes_nothing_else(tmp_path):
 def test_an_empty_or_missing_folder_removes_nothing(tmp_path):
     root, f = _corpus(tmp_path)
     manifest = [_entry(f["a.md"], "a.md", "A")]
-    empty = Discovery(rejected=[Rejection(str(root), "", "MissingFileError", "folder holds no files")])
-    assert mf.plan_reingest([str(root)], empty, manifest, {}, KEY).removed == []
+    empty = Discovery(rejected=[Rejection(str(root), "", "MissingFileError", "folder holds no files")],
+                      empty_roots=[str(root)])
+    plan = mf.plan_reingest([str(root)], empty, manifest, {}, KEY)
+    assert plan.removed == [] and plan.kept_roots == [str(root)]
     missing = tmp_path / "unmounted"
     gone = Discovery(rejected=[Rejection(str(missing), "", "MissingFileError", "no such file")])
     assert mf.plan_reingest([str(missing)], gone, [_entry(missing / "a.md", "a.md", "A")], {}, KEY).removed == []

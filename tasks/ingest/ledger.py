@@ -1,0 +1,231 @@
+"""Ledger: the record of one ingest run, kept as the flow reports what happened to each file.
+
+It owns the run's `ingest_runs` row, one `FileOutcome` per file (rejected, skipped, landed, failed,
+removed), the `ingest_failures` rows, and the manifest rows of files that did not land; it logs
+each event through the logger it is given (the flow's run logger) and writes its rows through
+`warehouse.db`. The run's totals are counted from the outcomes when it finishes.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from schemas.errors import KbflowError
+from schemas.ingest import IngestFailure, IngestRun, ManifestEntry
+from schemas.settings import Settings
+from tasks.index.sync import IndexSummary
+from tasks.ingest import manifest as mf
+from tasks.ingest.discover import Discovery, Rejection, SourceFile
+from tasks.ingest.land import LandedChunks
+from tasks.ingest.parse import ParsedOutput
+from warehouse import db
+
+
+@dataclass
+class FileOutcome:
+    source: str
+    status: str  # landed / skipped (unchanged) / removed / failed / rejected
+    chunks: int = 0
+    parse_seconds: float = 0.0
+    parse_cached: bool = False
+    reason: str = ""
+    change: str = ""  # added / changed (landed files)
+
+
+@dataclass
+class IngestSummary:
+    run_id: str
+    kb: str
+    home: str
+    outcomes: list[FileOutcome] = field(default_factory=list)
+    index: IndexSummary = field(default_factory=IndexSummary)
+    runner: str = "default"
+
+    def _count(self, status: str) -> int:
+        return sum(o.status == status for o in self.outcomes)
+
+    @property
+    def landed(self) -> int:
+        return self._count("landed")
+
+    @property
+    def added(self) -> int:
+        return sum(o.status == "landed" and o.change == mf.ADDED for o in self.outcomes)
+
+    @property
+    def changed(self) -> int:
+        return sum(o.status == "landed" and o.change == mf.CHANGED for o in self.outcomes)
+
+    @property
+    def skipped(self) -> int:
+        return self._count("skipped")
+
+    @property
+    def removed(self) -> int:
+        return self._count("removed")
+
+    @property
+    def failed(self) -> int:
+        return sum(o.status in ("failed", "rejected") for o in self.outcomes)
+
+    @property
+    def headline(self) -> str:
+        return (f"kbflow ingest run {self.run_id} into kb {self.kb!r}: {self.added} added, {self.changed} changed, "
+                f"{self.skipped} unchanged, {self.removed} removed, {self.failed} failed")
+
+    def outcome_rows(self) -> list[dict]:
+        """One row per file (the flow run's outcome table)."""
+        return [{"source": o.source, "status": o.status, "change": o.change, "chunks": o.chunks,
+                 "parse_s": round(o.parse_seconds, 2), "cached": o.parse_cached, "reason": o.reason}
+                for o in self.outcomes]
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class IngestLedger:
+    """One ingest run's bookkeeping: `open` → `discovered` → `planned` → `landed`/`failed` per file
+    → `save_notes` → `removed` → `indexed` → `finish`."""
+
+    def __init__(self, settings: Settings, kb: str, run_id: str, runner: str = "default", flow_run_id: str = "",
+                 log: logging.Logger | logging.LoggerAdapter | None = None):
+        self.db_path, self.home, self.kb = settings.db_path, settings.home, kb
+        self.pipeline_key = mf.pipeline_key(settings)
+        self.log = log or logging.getLogger("kbflow.ingest")
+        self.run = IngestRun(run_id=run_id, kb=kb, flow_run_id=flow_run_id, started_at=_now(), finished_at=None,
+                             status="running", files_seen=0, files_landed=0, files_failed=0, chunks_landed=0,
+                             parse_backend=settings.ingest.parse_backend, task_runner=runner)
+        self.summary = IngestSummary(run_id, kb, str(settings.home), runner=runner)
+        self.failures: list[IngestFailure] = []
+        self.notes: list[ManifestEntry] = []  # manifest rows of files that did not land this run
+        self.landed_files: list[tuple[str, Path]] = []  # (source, chunks Parquet) for the index stage
+        self._by_path: dict[str, ManifestEntry] = {}
+        self._reindexed = 0
+
+    def open(self) -> list[ManifestEntry]:
+        """Mark the runs that died `interrupted`, save this run's row (`running`) and return the KB's
+        manifest as the run starts."""
+        if interrupted := db.mark_interrupted(self.db_path):  # we hold the lock: those runs are dead
+            self.log.warning("%d earlier ingest run(s) of %s were interrupted; this run completes their work",
+                             interrupted, self.home)
+        db.save_run(self.db_path, self.run)
+        manifest = db.load_manifest(self.db_path, self.kb)
+        self._by_path = {e.path: e for e in manifest}
+        return manifest
+
+    def fail(self, path: str, md5: str, stage: str, kind: str, reason: str, source: str) -> None:
+        """A failure row and the file's outcome: `rejected` at discovery, `failed` at a later stage."""
+        self.log.warning("%s: %s (%s)", path, reason, kind)
+        self.failures.append(IngestFailure(self.run.run_id, self.kb, path, md5, stage, kind, reason, _now()))
+        self.summary.outcomes.append(FileOutcome(source, "rejected" if stage == "discover" else "failed",
+                                                 reason=reason))
+
+    def _note(self, path: str, source: str, md5: str, status: str, reason: str) -> None:
+        old = self._by_path.get(path)
+        # keep the name of a version still landed under it, so a later removal finds it
+        self.notes.append(ManifestEntry(self.kb, path, source or (old.source if old else ""), md5, status, 0,
+                                        self.pipeline_key, self.run.run_id, _now(), reason[:500]))
+
+    def discovered(self, found: Discovery) -> None:
+        self.run.files_seen = len(found.sources) + len(found.rejected)
+        for rejection in found.rejected:
+            self.reject(rejection)
+
+    def reject(self, rejection: Rejection) -> None:
+        """A path discovery turned down; a file that is there gets a manifest row saying why."""
+        self.fail(rejection.path, rejection.md5, "discover", rejection.error_kind, rejection.reason, rejection.path)
+        if Path(rejection.path).is_file() or Path(rejection.path).is_symlink():
+            status = mf.DUPLICATE if rejection.error_kind == "DuplicateFileError" else mf.REJECTED
+            self._note(rejection.path, "", rejection.md5, status, rejection.reason)
+
+    def planned(self, plan: mf.Plan) -> None:
+        """What the plan settles before any parsing: folders kept, unchanged files, duplicates."""
+        self._reindexed = len(plan.reindex)
+        for root in plan.kept_roots:
+            self.log.warning("%s found no files: nothing under it is removed from kb %r (an unmounted share must "
+                             "not empty the KB; use `kbflow rm` to delete documents)", root, self.kb)
+        for src, entry in plan.skipped:
+            self.skipped(src, entry)
+        for src, holder in plan.duplicates:
+            self.duplicate(src, holder)
+
+    def skipped(self, src: SourceFile, entry: ManifestEntry) -> None:
+        self.summary.outcomes.append(FileOutcome(src.source, "skipped", entry.chunk_count, reason="unchanged"))
+
+    def duplicate(self, src: SourceFile, holder: str) -> None:
+        reason = f"same content as {holder}, already in kb {self.kb!r} (skipped)"
+        self.fail(str(src.path), src.md5, "discover", "DuplicateFileError", reason, src.source)
+        self._note(str(src.path), "", src.md5, mf.DUPLICATE, reason)
+
+    def failed(self, src: SourceFile, stage: str, exc: Exception) -> None:
+        """A file whose parse, chunk or land stage raised (the run goes on with the others)."""
+        if isinstance(exc, KbflowError):  # a parse error names its own stage (e.g. normalize)
+            stage, reason = exc.stage if stage == "parse" else stage, exc.reason
+        else:  # an unexpected bug in one file's stage
+            reason = str(exc)[:500] or type(exc).__name__
+        self.fail(str(src.path), src.md5, stage, type(exc).__name__, reason, src.source)
+        self._note(str(src.path), src.source, src.md5, mf.FAILED, reason)
+
+    def landed(self, todo: mf.Todo, parsed: ParsedOutput, chunked: LandedChunks, embedded: int = 0) -> None:
+        """A file landed in DuckDB; `embedded`: texts a Dask worker encoded for it."""
+        src = todo.src
+        self.summary.index.embedded += embedded
+        self.log.info("%s: %s, %d chunks (%s, %s)", src.source, todo.change, chunked.chunk_count, parsed.key.backend,
+                      "cached parse" if parsed.cached else f"parsed in {parsed.seconds:.1f}s")
+        self.summary.outcomes.append(FileOutcome(src.source, "landed", chunked.chunk_count, parsed.seconds,
+                                                 parsed.cached, change=todo.change))
+        self.run.enrich_calls += chunked.enrich_calls
+        self.run.enrich_fallbacks += chunked.enrich_fallbacks
+        self.landed_files.append((src.source, chunked.chunks_path))
+
+    def save_notes(self) -> None:
+        """Write the manifest rows of the files that did not land (before removals, which may delete them)."""
+        db.upsert_manifest(self.db_path, self.notes)
+
+    def removed(self, entries: list[ManifestEntry], errors: dict[str, str]) -> None:
+        """Manifest paths gone from their folder, removed unless `errors` holds their removal's error."""
+        for entry in entries:
+            if entry.path in errors:
+                self.fail(entry.path, entry.md5, "remove", errors[entry.path].split(":", 1)[0], errors[entry.path],
+                          entry.source or entry.path)
+            elif entry.source:  # (a file that was only ever rejected leaves just its manifest row)
+                self.log.info("%s: removed (no longer under the given folder)", entry.source)
+                self.summary.outcomes.append(FileOutcome(entry.source, "removed", entry.chunk_count,
+                                                         reason="file no longer found"))
+
+    def indexed(self, index: IndexSummary | None, errors: dict[str, str]) -> None:
+        """The index stage's summary (None when the stage failed as a whole) and each document's error."""
+        if index is not None:
+            index.embedded += self.summary.index.embedded  # encoded on the Dask workers
+            self.summary.index = index
+        for source, reason in errors.items():
+            self.index_failed(source, reason)
+
+    def index_failed(self, source: str, reason: str) -> None:
+        """Landed in DuckDB, missing from the indexes (`*`: every document); the next run indexes it."""
+        self.log.warning("%s: not indexed: %s", source, reason)
+        self.failures.append(IngestFailure(self.run.run_id, self.kb, source, "", "index", reason.split(":", 1)[0],
+                                           reason, _now()))
+        for outcome in self.summary.outcomes:
+            if outcome.status in ("landed", "skipped") and source in (outcome.source, "*"):
+                outcome.reason = f"not indexed: {reason}"
+
+    def finish(self) -> IngestRun:
+        """Record the failures and the run's final row (totals, status); log the run's summary line."""
+        db.record_failures(self.db_path, self.failures)
+        run, s = self.run, self.summary
+        run.files_landed, run.files_failed = s.landed, s.failed
+        run.files_added, run.files_changed = s.added, s.changed
+        run.files_skipped, run.files_removed = s.skipped, s.removed
+        run.files_reindexed = self._reindexed + s.index.repaired
+        run.chunks_landed = sum(o.chunks for o in s.outcomes if o.status == "landed")
+        run.chunks_indexed, run.chunks_embedded = s.index.chunks, s.index.embedded
+        run.finished_at = _now()
+        run.status = "completed" if not self.failures else "completed_with_failures"
+        db.save_run(self.db_path, run)
+        self.log.info("kb %r: %d added, %d changed, %d unchanged (skipped), %d removed, %d failed or rejected",
+                      self.kb, s.added, s.changed, s.skipped, s.removed, s.failed)
+        return run
