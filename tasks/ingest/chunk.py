@@ -37,13 +37,13 @@ class ChunkedDocument:
 
 def chunking_settings(settings: Settings) -> ChunkingSettings:
     s = settings.ingest
-    return ChunkingSettings(s.ingest.min_merge_size, s.ingest.max_merged_size, s.ingest.max_chunk_size)
+    return ChunkingSettings(s.min_merge_size, s.max_merged_size, s.max_chunk_size)
 
 
 def heading_rules(settings: Settings) -> HeadingRules:
     s = settings.ingest
-    return HeadingRules(max_chars={1: s.ingest.heading_max_h1, 2: s.ingest.heading_max_h2, 3: s.ingest.heading_max_h3},
-                        max_chars_deeper=s.ingest.heading_max_h3)
+    return HeadingRules(max_chars={1: s.heading_max_h1, 2: s.heading_max_h2, 3: s.heading_max_h3},
+                        max_chars_deeper=s.heading_max_h3)
 
 
 def structure(normalized: Normalized, settings: Settings) -> list[Chunk]:
