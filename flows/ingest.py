@@ -25,6 +25,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
 from flows.runners import FileTasks, file_stages, task_runner_for
+from schemas.chunk import chunks_path
 from schemas.settings import Settings, check_kb_name, load_settings
 from tasks.common.lock import write_lock
 from tasks.common.progress import track
@@ -32,7 +33,6 @@ from tasks.index.sync import IndexSummary, rebuild_bm25, remove_document, sync_i
 from tasks.ingest import manifest as mf
 from tasks.ingest.chunk import chunk_document
 from tasks.ingest.discover import SourceFile, discover
-from schemas.chunk import chunks_path
 from tasks.ingest.land import LandedChunks, land_document, remove_deleted
 from tasks.ingest.ledger import IngestLedger, IngestSummary
 from tasks.ingest.parse import ParsedOutput, parse_source

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from schemas.chunk import Chunk, assign_ids
+from schemas.chunk import Chunk, assign_ids, chunks_path
 from schemas.errors import EmptyDocumentError
 from schemas.settings import Settings
 from tasks.common.text import tokenize_many
@@ -19,7 +19,6 @@ from tasks.ingest.discover import SourceFile
 from tasks.ingest.enrich import EnrichStats, build_semantic_content, enrich_chunks
 from tasks.ingest.headings import HeadingRules, assign_heading_levels, assign_section_paths
 from tasks.ingest.images import attach_captions, copy_images
-from schemas.chunk import chunks_path
 from tasks.ingest.land import LandedChunks, write_chunks
 from tasks.ingest.postprocess import ChunkingSettings, postprocess
 from tasks.ingest.tables import merge_cross_page_tables

@@ -7,9 +7,8 @@ from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
-from schemas.chunk import Chunk, assign_ids
+from schemas.chunk import Chunk, assign_ids, chunks_path
 from schemas.ingest import Document
-from schemas.chunk import chunks_path
 from tasks.ingest.land import write_chunks
 from warehouse import db
 

@@ -16,10 +16,9 @@ import duckdb
 import pytest
 
 from flows.cli import main
-from schemas.chunk import Chunk, assign_ids
+from schemas.chunk import Chunk, assign_ids, chunks_path
 from schemas.ingest import Document, IngestFailure, IngestRun
 from schemas.qa import QAMetric, QARun
-from schemas.chunk import chunks_path
 from tasks.ingest.land import write_chunks
 from warehouse import db, report
 

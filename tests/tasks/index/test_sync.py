@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from schemas.chunk import chunks_path
 from schemas.ingest import Document
 from schemas.settings import Settings, load_settings
 from tasks.index import e5_convert, vector_index
 from tasks.index.sync import check, prune_parquet, remove_document, sync_indexes
 from tasks.ingest.chunk import build_chunks
 from tasks.ingest.discover import discover
-from schemas.chunk import chunks_path
 from tasks.ingest.land import write_chunks
 from tasks.ingest.parse import parse_source
 from tests.tasks.index.test_e5_convert import converted_home

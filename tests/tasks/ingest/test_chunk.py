@@ -6,12 +6,12 @@ import json
 
 import pytest
 
+from schemas.chunk import chunks_path
 from schemas.errors import EmptyDocumentError
 from schemas.settings import load_settings
 from tasks.common.text import tokenize_many
 from tasks.ingest.chunk import build_chunks, chunk_document
 from tasks.ingest.discover import SourceFile, discover
-from schemas.chunk import chunks_path
 from tasks.ingest.parse import parse_source
 from tests.conftest import CVPR_DIR, parsed_dir_of
 

@@ -7,10 +7,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from schemas.arrow import from_table
-from schemas.chunk import CHUNK_SCHEMA, Chunk, assign_ids
+from schemas.chunk import CHUNK_SCHEMA, Chunk, assign_ids, chunks_path
 from tasks.ingest import manifest as mf
 from tasks.ingest.discover import SourceFile
-from schemas.chunk import chunks_path
 from tasks.ingest.land import LandedChunks, land_document, remove_deleted, write_chunks
 from tasks.ingest.parse import ParsedOutput, ParseKey
 from warehouse import db
