@@ -20,6 +20,7 @@ from typing import Any
 from prefect import Task, get_run_logger
 from prefect.context import FlowRunContext
 
+from schemas.errors import ExtraNotInstalledError, InvalidValueError
 from schemas.settings import Settings
 from tasks.ingest.discover import SourceFile
 from tasks.ingest.land import LandedChunks
@@ -53,7 +54,7 @@ def dask_task_runner(address: str = "", workers: int = 2, processes: bool = True
     try:
         from prefect_dask import DaskTaskRunner
     except ImportError:
-        raise RuntimeError(f"the dask task runner needs the optional extra: {DASK_EXTRA_HINT}") from None
+        raise ExtraNotInstalledError(f"the dask task runner needs the optional extra: {DASK_EXTRA_HINT}") from None
     if address:
         return DaskTaskRunner(address=address)
     return DaskTaskRunner(cluster_class=_local_cluster,
@@ -65,7 +66,7 @@ def task_runner_for(runner: str, dask_address: str, workers: int):
     """The (not yet started) task runner for `runner`: None for the default one, else a Dask runner
     (so a missing extra is reported before any work)."""
     if runner not in RUNNERS:
-        raise ValueError(f"unknown task runner {runner!r} (choose one of {', '.join(RUNNERS)})")
+        raise InvalidValueError(f"unknown task runner {runner!r} (choose one of {', '.join(RUNNERS)})")
     return dask_task_runner(dask_address, workers) if runner == "dask" else None
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from schemas.arrow import from_table
-from schemas.chunk import Chunk
+from schemas.chunk import Chunk, chunks_path
 from schemas.settings import Settings
 from tasks.common.progress import Tracker
 from tasks.index import vector_index
@@ -179,8 +179,6 @@ def remove_document(settings: Settings, kb: str, source: str) -> int:
     """Remove a document from Chroma, then DuckDB (then its Parquet); BM25 is rebuilt by the caller.
     Re-running after a crash converges: each step skips what is already gone."""
     removed = vector_index.delete_source(vector_index.collection(settings, kb), source)
-    from schemas.chunk import chunks_path
-
     for md5 in db.delete_document(settings.db_path, kb, source):
         chunks_path(settings.chunks_dir, kb, md5).unlink(missing_ok=True)
     return removed

@@ -126,3 +126,25 @@ def test_errors_raised_in_a_flow_reach_the_cli_as_their_class(prefect_harness, t
     monkeypatch.setenv("KBFLOW_EMBEDDING_MODEL", str(tmp_path / "no-model"))
     assert main(["--home", str(home), "ask", str(questions), "--kb", "kb"]) == 4
     assert error_line(capsys).startswith(f"error: embedding_model path {str(tmp_path / 'no-model')!r} does not exist")
+
+
+def test_task_runner_choice_errors_carry_their_exit_codes(monkeypatch):
+    """An unknown runner is a usage error (2); the dask runner without its extra is a setup error (4)."""
+    import builtins
+
+    from flows.runners import task_runner_for
+
+    with pytest.raises(errors.InvalidValueError, match="unknown task runner 'spark'") as bad:
+        task_runner_for("spark", "", 2)
+    assert bad.value.exit_code == 2
+    real_import = builtins.__import__
+
+    def no_prefect_dask(name, *args, **kwargs):
+        if name == "prefect_dask":
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_prefect_dask)
+    with pytest.raises(errors.ExtraNotInstalledError, match="optional extra") as missing:
+        task_runner_for("dask", "", 2)
+    assert missing.value.exit_code == 4
