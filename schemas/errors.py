@@ -75,6 +75,14 @@ class NeedsModelsError(ParseError):
     """The file needs MinerU model weights (OCR/layout) that are not installed here."""
 
 
+class OcrError(ParseError):
+    """The OCR backend could not read this file's pages (the reason names the page and the error)."""
+
+
+class TooManyPagesError(ParseError):
+    """A PDF with more pages than `max_pdf_pages`: split it, or raise the limit."""
+
+
 class ImportFormatError(ParseError):
     """A MinerU output folder or zip that kbflow cannot read."""
 

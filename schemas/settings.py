@@ -171,6 +171,10 @@ class RuntimeSettings:
     task_runner: str = "default"  # "default" (in the flow process) or "dask" (needs the [dask] extra)
     dask_address: str = ""  # "" = a LocalCluster; "tcp://host:8786" = an existing Dask scheduler
     dask_workers: int = 2  # LocalCluster worker processes (one thread each)
+    # OCR of scanned pages and junk text layers (tasks.ingest.parse.ocr); the DPI is in the parse cache key
+    ocr_dpi: int = 144  # pages are rendered at this fixed resolution (A4: 1191 x 1684 px, ~6 MB a page)
+    ocr_workers: int = 2  # worker processes reading pages, one page in memory each
+    max_pdf_pages: int = 2000  # a PDF with more pages fails with TooManyPagesError (any parse backend)
 
 
 # group name → its settings class, in kbflow.toml's order ([ingest], [index], ...)

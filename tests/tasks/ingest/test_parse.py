@@ -73,12 +73,15 @@ def test_same_file_is_parsed_once(settings, monkeypatch, tmp_path):
     assert read_manifest(first.parsed_dir).parser_version != "0"
 
 
-def test_scanned_pdf_fails_fast_with_needs_models(settings, tmp_path):
-    src = _one([make_scanned_pdf(tmp_path / "scan.pdf")], settings)
+def test_mineru_flash_refuses_a_scan_fast_with_needs_models(settings, tmp_path):
+    """MinerU alone (parse_source OCRs a scan instead: tests/tasks/ingest/test_ocr.py)."""
+    from tasks.ingest.parse.mineru_local import parse_with_mineru
+
+    scan = make_scanned_pdf(tmp_path / "scan.pdf")
+    (tmp_path / "out").mkdir()
     with pytest.raises(errors.NeedsModelsError, match="needs MinerU OCR/layout models"):
-        parse_source(src, settings)
-    assert not (settings.parsed_dir / src.md5[:12]).exists()
-    assert not list(settings.parsed_dir.glob(".*partial"))
+        parse_with_mineru(scan, tmp_path / "out", tier="flash", mineru_home=settings.mineru_home)
+    assert not list((tmp_path / "out").iterdir())
 
 
 def test_import_mineru_2x_folder(settings):
@@ -163,10 +166,14 @@ def test_mineru_environment_is_set_per_call_only(settings, monkeypatch, tmp_path
     assert not any(name in os.environ for name in OFFLINE_VARS)
     assert (config.model.source, config.model.base_dir) == before
 
+    from tasks.ingest.parse.mineru_local import parse_with_mineru
+
     src = _one([REPO / "examples" / "corpus" / "flood_control_report.pdf"], settings)
     assert parse_source(src, settings).key.backend == "mineru"
+    (tmp_path / "out").mkdir()
     with pytest.raises(errors.NeedsModelsError):
-        parse_source(_one([make_scanned_pdf(tmp_path / "scan.pdf")], settings), settings)
+        parse_with_mineru(make_scanned_pdf(tmp_path / "scan.pdf"), tmp_path / "out", tier="flash",
+                          mineru_home=settings.mineru_home)
     assert not any(name in os.environ for name in OFFLINE_VARS)
 
 

