@@ -35,7 +35,9 @@ def cer(reference: str, hypothesis: str) -> float:
 def image_only_pdf(source: Path, regions: list[tuple[int, tuple[float, float]]], target: Path,
                    dpi: int = SCAN_DPI) -> list[str]:
     """Rasterize each (page index, (top, bottom) as shares of the page height) of `source` into one
-    page of an image-only PDF `target`; returns each region's text layer, the reference."""
+    page of an image-only PDF `target`; returns each page's whole text layer, the reference (a
+    region's part of it is the caller's to cut by text: some layers, GB/T 3620.1's among them,
+    place their characters elsewhere than the glyphs they draw)."""
     import pypdfium2 as pdfium
 
     pdf = pdfium.PdfDocument(str(source))
@@ -43,13 +45,10 @@ def image_only_pdf(source: Path, regions: list[tuple[int, tuple[float, float]]],
     try:
         for page_idx, (top, bottom) in regions:
             page = pdf[page_idx]
-            width, height = page.get_size()
             image = page.render(scale=dpi / 72).to_pil().convert("RGB")
             images.append(image.crop((0, int(top * image.height), image.width, int(bottom * image.height))))
             textpage = page.get_textpage()
-            # PDF coordinates run upwards from the bottom of the page
-            references.append(textpage.get_text_bounded(left=0, bottom=height * (1 - bottom), right=width,
-                                                        top=height * (1 - top)))
+            references.append(textpage.get_text_range())
             textpage.close()
             page.close()
     finally:

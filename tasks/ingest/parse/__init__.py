@@ -11,7 +11,7 @@ local MinerU (`mineru_local`). The manifest records the backend that actually pr
 (and, after a fallback, why the first one failed); a cached output of any backend in the chain is
 reused, so a file parsed locally after a cloud failure is not sent to the cloud again.
 
-PDFs on the local flash tier (seed-less: issue 14) are judged page by page first
+PDFs on the local flash tier are judged page by page first
 (`text_layer.judge_pdf`): pages with no text layer or a layer that is not text are OCR'd
 (`ocr`), the others go through MinerU flash as a PDF of those pages only, and the two are merged
 in page order (`mineru+ocr`; every page OCR'd: `ocr`). When MinerU flash refuses the file (it
@@ -98,13 +98,18 @@ def parse_keys(src: SourceFile, settings: Settings) -> list[ParseKey]:
 
 
 def _planned_keys(src: SourceFile, settings: Settings, keys: list[ParseKey]) -> tuple[list[ParseKey], list]:
-    """The chain to run for `src` after its pages are judged, and the verdicts (a flash-tier PDF:
-    every page text → MinerU then OCR; some pages not → MinerU+OCR then OCR; none → OCR only)."""
+    """The chain to run for `src` once its pages are judged, and the verdicts. A flash-tier PDF
+    whose every page is text: MinerU, then OCR of all pages; some pages not text: MinerU on the
+    others + OCR on those, then OCR of all; no page text: OCR only. The cloud API stays first."""
     if not _ocr_applies(src, settings):
         return keys, []
     from tasks.ingest.parse.text_layer import judge_pdf
 
-    verdicts = judge_pdf(src.path)
+    try:
+        verdicts = judge_pdf(src.path)
+    except Exception as exc:  # a PDF pypdfium2 cannot read: MinerU's own error will say why
+        log.warning("%s: pages not judged (%s: %s); MinerU only", src.source, type(exc).__name__, exc)
+        return [k for k in keys if k.backend in ("mineru-api", "mineru")], []
     ocr_needed = [v for v in verdicts if v.needs_ocr]
     mixed, ocr_only = _ocr_keys(src, settings)
     cloud = [k for k in keys if k.backend == "mineru-api"]

@@ -360,6 +360,15 @@ def _columns(blocks: list[_Block]) -> list[list[_Block]]:
     return [sorted(c, key=lambda b: b.y0) for c in columns]
 
 
+def _side_by_side(columns: list[list[_Block]]) -> bool:
+    """Whether some blocks of different columns stand beside each other (share a vertical range)."""
+    for i, col in enumerate(columns):
+        for other in columns[i + 1:]:
+            if any(min(a.y1, b.y1) - max(a.y0, b.y0) > 0 for a in col for b in other):
+                return True
+    return False
+
+
 def _reading_order(blocks: list[_Block]) -> list[list[_Block]]:
     """Units in reading order: a spanning block alone, or a band's blocks column by column
     (returned as one unit when the band is a table)."""
@@ -372,7 +381,9 @@ def _reading_order(blocks: list[_Block]) -> list[list[_Block]]:
 
     def close_band() -> None:
         columns = _columns(band)
-        if len(columns) >= TABLE_MIN_COLUMNS and sum(len(c) for c in columns) >= 2 * TABLE_MIN_COLUMNS:
+        if not _side_by_side(columns):  # a centred title above a left-aligned line: one flow
+            units.extend([b] for b in sorted(band, key=lambda b: b.y0))
+        elif len(columns) >= TABLE_MIN_COLUMNS and sum(len(c) for c in columns) >= 2 * TABLE_MIN_COLUMNS:
             units.append(band.copy())
         else:
             units.extend([b] for col in columns for b in col)
