@@ -41,6 +41,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pages", type=int, default=len(PAGES), help="how many of the page set to read")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--dpi", type=int, default=144, help="ocr_dpi: the resolution the OCR backend renders at")
     args = parser.parse_args()
 
     from schemas.settings import load_settings
@@ -58,7 +59,7 @@ def main() -> None:
             scan.parent.mkdir(parents=True, exist_ok=True)
             (reference,) = image_only_pdf(DOCS / name, [(page, (0.0, 1.0))], scan)
             scans.append((name, page, scan, reference))
-        settings = load_settings(work / "home", ocr_workers=args.workers)
+        settings = load_settings(work / "home", ocr_workers=args.workers, ocr_dpi=args.dpi)
         for name, page, scan, reference in scans:
             (src,) = discover([scan], settings).sources
             started = time.perf_counter()
@@ -72,6 +73,7 @@ def main() -> None:
             errors_total += rate * n
             manifest = json.loads((out.parsed_dir / "parse.json").read_text(encoding="utf-8"))
             rows.append((f"{name} p{page + 1}", n, rate, seconds, manifest["ocr"]["lines"]))
+        print(f"ocr_dpi {args.dpi}, scans at 200 dpi")
         print(f"{'page':60} {'ref chars':>9} {'CER':>7} {'s':>6} {'lines':>5}")
         for label, n, rate, seconds, lines in rows:
             print(f"{label:60} {n:9d} {rate:7.2%} {seconds:6.1f} {lines:5d}")

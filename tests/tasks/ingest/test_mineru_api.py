@@ -286,8 +286,10 @@ def test_both_backends_failing_names_both(tmp_path, api_env, monkeypatch):
     from tests.conftest import make_scanned_pdf
 
     with FakeMinerU(submit_error=Reply.json({"code": -60018, "msg": "limit"})) as fake:
-        settings = _settings(tmp_path / "home", fake.url)
+        # a tier above flash: MinerU's own models are expected, so no OCR backend follows MinerU
+        settings = _settings(tmp_path / "home", fake.url, mineru_tier="standard")
         src = _source(make_scanned_pdf(tmp_path / "scan.pdf"), settings)
+        assert [k.backend for k in parse_keys(src, settings)] == ["mineru-api", "mineru"]
         with pytest.raises(errors.NeedsModelsError) as info:
             parse_source(src, settings)
     reason = info.value.reason
