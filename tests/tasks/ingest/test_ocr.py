@@ -202,14 +202,16 @@ def test_page_limit_and_ocr_failure_are_this_files_clear_failures(settings, tmp_
 # ---------------------------------------------------------------- quality on a real page
 
 
-CER_BOUND = 0.05
+# The region below (401 characters) reads at CER 0.75 % (3 edits: 文 dropped twice, 入→人); with the
+# detector at its default 960 px it read at 2.0 % (8 edits). 1.5 % leaves room for a different
+# CPU's rounding (a few characters) and still fails on that regression.
+CER_BOUND = 0.015
 
 
 def test_a_scanned_standard_page_reads_below_the_cer_bound_with_clause_section_paths(settings, tmp_path):
-    """GB/T 3620.1's page 3 from clause 1 范围 to 3.1.1, scanned at 200 DPI into an image-only
-    PDF and read back by the OCR backend: CER against the page's text layer below 5 % (whole pages
-    measure 0.6–3 % in bench/ocr_quality.py; see the README), and its chunks' section paths follow
-    the clause numbering, as headings.py ranks it."""
+    """GB/T 3620.1's page 3 from clause 1 范围 to 3.1.3, scanned at 200 DPI into an image-only PDF
+    and read back by the OCR backend: CER against the page's text layer below the bound, and its
+    chunks' section paths follow the clause numbering, as headings.py ranks it."""
     from tasks.ingest.chunk import structure
 
     (layer,) = image_only_pdf(need(GBT), [(2, (0.158, 0.595))], tmp_path / "scan.pdf")
