@@ -426,6 +426,17 @@ def _table_html(blocks: list[_Block]) -> str:
     return f"<table>{body}</table>"
 
 
+_MATH = frozenset("=<>∑∏∫√∈∉×÷±≤≥≠≈∞∂∇→←⇒|^_{}$\\·−+")
+_LETTER = re.compile(r"[\u3400-\u9fffA-Za-z]")
+_LEADING_NUMBER = re.compile(r"^[\s(（]*[\dA-Z]{1,3}(?:[.．]\d{1,3})*[)）、.．]?\s*")
+
+
+def _heading_words(text: str) -> bool:
+    """A heading says something in words: no formula symbols (a displayed formula stands alone on
+    its line and is often taller than the text) and two letters or more after its number."""
+    return not _MATH.intersection(text) and len(_LETTER.findall(_LEADING_NUMBER.sub("", text))) >= 2
+
+
 def _furniture(block: _Block, page: OcrPage) -> str | None:
     """header / footer / page_number for a lone short line in the top or bottom margin."""
     text = block.text
@@ -470,7 +481,7 @@ def page_items(page: OcrPage) -> list[dict]:
         if item["type"] == "text" and len(block.lines) == 1 and len(text) <= HEADING_MAX_CHARS \
                 and not text.endswith(_SENTENCE_END):
             text = _NUMBER_GLUED.sub(r"\1 ", text)  # "1范围": OCR drops the space after a clause number
-            if numbering_of(text) or block.lines[0].height >= TALL_LINE * unit:
+            if _heading_words(text) and (numbering_of(text) or block.lines[0].height >= TALL_LINE * unit):
                 item.update(text=text, text_level=1)
         items.append(item)
     return items

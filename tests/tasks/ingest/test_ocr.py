@@ -77,13 +77,16 @@ def test_two_columns_are_not_interleaved_and_lines_join_into_paragraphs():
         lines.append(_line(100, y, 480 if row < 3 else 300, f"左栏第{row}行文字"))
         lines.append(_line(520, y, 900 if row < 3 else 700, f"右栏第{row}行文字"))
     lines.append(_line(100, 400, 300, "1范围"))
+    lines.append(_line(100, 440, 400, "∑ I (f(x+) < f(x−)) + 1", h=34))  # a formula: tall, yet no heading
+    lines.append(_line(100, 500, 160, "2 1"))  # a number and no words: no heading either
     lines.append(_line(100, 1350, 130, "3"))  # bottom margin: the page number
     items = page_items(OcrPage(4, 1000, 1414, 0, lines))
-    assert [i["type"] for i in items] == ["header", "text", "text", "text", "text", "page_number"]
+    assert [i["type"] for i in items] == ["header", "text", "text", "text", "text", "text", "text", "page_number"]
     assert items[1]["text_level"] == 1  # taller than the body
     assert items[2]["text"] == "左栏第0行文字左栏第1行文字左栏第2行文字左栏第3行文字"
     assert (items[3]["text"], items[3]["text_level"]) == ("1 范围", 1)  # the clause number's space is back
-    assert items[4]["text"].startswith("右栏第0行")  # the right column after the whole left one
+    assert [i.get("text_level") for i in items[4:6]] == [None, None]
+    assert items[6]["text"].startswith("右栏第0行")  # the right column after the whole left one
     assert all(i["page_idx"] == 4 for i in items)
     assert items[2]["bbox"] == [100, round(200 / 1.414), 480, round(298 / 1.414)]  # per-mille of the page
 
