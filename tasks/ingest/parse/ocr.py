@@ -126,7 +126,7 @@ def _build_engine(cache_dir: Path, threads: int):
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     # no memory arena: it keeps the largest buffers of every input shape seen (one worker grew to
-    # 1.5 GB over two pages); without it a worker stays near one page's peak (~0.8 GB at 144 dpi)
+    # 1.5 GB over two pages); without it a worker peaked at 875 MB (bench/ocr_speed.py, 144 dpi)
     options.enable_cpu_mem_arena = False
     for predictor in (engine.text_detector, engine.text_recognizer, engine.text_classifier):
         model = predictor.session._model_path if hasattr(predictor.session, "_model_path") else None
