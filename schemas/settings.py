@@ -171,6 +171,8 @@ class RuntimeSettings:
     task_runner: str = "default"  # "default" (in the flow process) or "dask" (needs the [dask] extra)
     dask_address: str = ""  # "" = a LocalCluster; "tcp://host:8786" = an existing Dask scheduler
     dask_workers: int = 2  # LocalCluster worker processes (one thread each)
+    # converted models shared by every home of this user: "" = $XDG_CACHE_HOME/kbflow/models (~/.cache/…)
+    model_cache_dir: str = ""
 
 
 # group name → its settings class, in kbflow.toml's order ([ingest], [index], ...)
@@ -244,6 +246,15 @@ class Settings:
 
     @property
     def models_dir(self) -> Path:
+        """Where converted models are kept: one user-level cache for every home (checksummed), not
+        ~460 MB per home; a home's own `models/` copy from an older kbflow is still used."""
+        if self.runtime.model_cache_dir:
+            return Path(self.runtime.model_cache_dir).expanduser()
+        cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        return Path(cache).expanduser() / "kbflow" / "models"
+
+    @property
+    def home_models_dir(self) -> Path:
         return self.home / "models"
 
     @property
