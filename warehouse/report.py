@@ -121,7 +121,8 @@ MAX_FOCUS_RUNS = 6  # runs given a funnel and a per-question section (an --ablat
 
 def _focus_runs(con: duckdb.DuckDBPyConnection, relations: set[str], kb: str | None, run: str | None) -> list[str]:
     """The batch-QA runs the report explains question by question: `run` (or the runs of the eval
-    `run`), else each knowledge base's newest run of the user's own (not an evaluation's)."""
+    `run`), else each knowledge base's newest run of the user's own (not an evaluation's) and its
+    newest labelled one."""
     if "qa_runs" not in relations:
         return []
     has_metrics = "qa_metrics" in relations
@@ -132,8 +133,12 @@ def _focus_runs(con: duckdb.DuckDBPyConnection, relations: set[str], kb: str | N
         rows = con.execute(sql, [run, run] if has_metrics else [run]).fetchall()
     else:
         own = " AND run_id NOT IN (SELECT run_id FROM qa_metrics)" if has_metrics else ""
-        rows = con.execute("SELECT arg_max(run_id, started_at) FROM qa_runs WHERE (kb = ? OR ?::VARCHAR IS NULL)"
-                           f"{own} GROUP BY kb ORDER BY kb", [kb, kb]).fetchall()
+        newest = con.execute("SELECT arg_max(run_id, started_at), "
+                             "arg_max(run_id, started_at) FILTER (WHERE labelled > 0) "
+                             f"FROM qa_runs WHERE (kb = ? OR ?::VARCHAR IS NULL){own} GROUP BY kb ORDER BY kb",
+                             [kb, kb]).fetchall()
+        # the newest run, and the newest labelled one when that is another (a quick question asked since)
+        rows = [(run_id,) for pair in newest for run_id in dict.fromkeys(pair) if run_id]
         if not rows and has_metrics:  # only evaluations so far: the newest one's runs
             rows = con.execute("SELECT run_id FROM qa_metrics WHERE run_id <> '' AND eval_id = (SELECT arg_max("
                                "eval_id, created_at) FROM qa_metrics WHERE kb = ? OR ?::VARCHAR IS NULL)",
@@ -408,7 +413,7 @@ def _cell_class(column: str, value: Any) -> str:
         return ' class="num"'
     if column in ("answer", "question"):
         return f' class="{column}"'
-    return ' class="reason"' if column in ("reason", "note", "path") else ""
+    return ' class="reason"' if column in ("reason", "note", "path", "citations", "lost") else ""
 
 
 def table_html(rows: Rows, name: str, *, kb: str | None = None, drop: Iterable[str] = ()) -> str:
