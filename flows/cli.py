@@ -12,7 +12,7 @@ import traceback
 from pathlib import Path
 from typing import Sequence
 
-from flows.terminal import console, note, print_json, print_rows, progress_display
+from flows.terminal import console, print_json, print_rows, progress_display
 from schemas.errors import QueryError, UserError, WarehouseError
 from schemas.settings import load_settings
 
@@ -25,9 +25,10 @@ EXIT_CODES = {
     5: "an outside service failed (the LLM endpoint)",
     6: "no such knowledge base, run id or warehouse in this home (the message lists what there is)",
     7: "--out refused: inside the home, or an existing file kbflow did not write (--force)",
+    70: "a bug: one line; run again with --debug for the traceback",
     130: "interrupted (Ctrl-C)",
 }
-INTERNAL_ERROR = 70  # a bug: the message says to re-run with --debug for the traceback
+INTERNAL_ERROR = 70
 
 
 def exit_codes_epilog(failure: str = "", codes: Sequence[int] = (0, 1, 2, 3, 4, 5, 6, 7, 130)) -> str:
@@ -197,12 +198,13 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_ask(args: argparse.Namespace) -> int:
     """Answer a question set, or one quoted question (flow `batch_qa`), and print the answers."""
-    from flows.cli_inputs import check_out, question_set, require_kb
+    from flows.cli_inputs import check_out, check_question_file, question_set, require_kb
     from flows.terminal import print_answers, read_results
 
     settings = load_settings(args.home)
+    check_question_file(args.questions)
     require_kb(settings, args.kb)
-    questions, qset = question_set(args.questions, settings)
+    questions, qset = question_set(args.questions, settings)  # a quoted question is written only now
     out = check_out(args.out, settings, force=args.force, suffixes=(".jsonl", ".ndjson", ".json", ".parquet"))
     start_flows(settings, warm=True, vectors=args.mode != "bm25")
     from flows.batch_qa import batch_qa
@@ -246,9 +248,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from schemas.errors import QuestionSetError
 
     settings = load_settings(args.home)
-    require_kb(settings, args.kb)
     if not Path(args.questions).expanduser().is_file():
         raise QuestionSetError(f"{args.questions}: no such question file (eval needs labelled questions)")
+    require_kb(settings, args.kb)
     questions, _ = question_set(args.questions, settings)
     out = check_out(args.out, settings, force=args.force, suffixes=(".json", ".csv"))
     start_flows(settings, warm=True)
@@ -297,7 +299,7 @@ def _sub(sub, name: str, help: str, failure: str = "", codes: Sequence[int] = (0
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kbflow", description="Batch, offline RAG data pipeline on Prefect 3.",
-                                     epilog=exit_codes_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
+                                     epilog=exit_codes_epilog(codes=tuple(EXIT_CODES)), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--home", help="state directory (default: $KBFLOW_HOME or ./.kbflow)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks and every log line")
     parser.add_argument("--verbose", "-v", action="store_true",

@@ -46,6 +46,17 @@ def looks_like_a_file(text: str) -> bool:
     return bool(_PATHISH.match(text)) and (Path(text).suffix.lower() in FORMATS or "/" in text or "\\" in text)
 
 
+def check_question_file(arg: str) -> None:
+    """Fail now (before the KB is even looked up) when `arg` names a question file that is not there."""
+    path = Path(arg).expanduser()
+    if path.is_file():
+        read_questions(path)  # format and encoding
+    elif path.exists():
+        raise QuestionSetError(f"{arg}: not a question file (a directory?)")
+    elif looks_like_a_file(arg):
+        raise QuestionSetError(f"{arg}: no such question file")
+
+
 def question_set(arg: str, settings: Settings) -> tuple[str, QuestionSet]:
     """The question file `arg` names (checked and read now), or `arg` itself as a one-question set
     written to HOME/qa/asked/ (a temporary file when the home is read-only)."""

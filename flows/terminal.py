@@ -66,19 +66,25 @@ def print_json(value: Any) -> None:
     sys.stdout.write("\n")
 
 
-def fit_widths(natural: list[int], numeric: list[bool], headings: list[int], width: int) -> list[int] | None:
-    """Column widths (cells) that fit `width` with rich's borders: the widest text columns are
-    shortened first, never below MIN_COLUMN or their heading; None when even that cannot fit."""
+def fit_widths(natural: list[int], numeric: list[bool], values: list[int], width: int) -> list[int] | None:
+    """Column widths (cells) that fit `width` with rich's borders, giving way in stages — number
+    columns' headings wrap (down to 5 cells), long texts are shortened in the middle (down to 24),
+    number columns shrink to their values, then texts to MIN_COLUMN — the widest column first
+    within a stage; None when even that cannot fit (the caller prints one block per row)."""
     overhead = 3 * len(natural) + 1
     widths = list(natural)
-    floors = [n if num else min(n, max(MIN_COLUMN, h)) for n, num, h in zip(natural, numeric, headings)]
-    while sum(widths) + overhead > width:
-        shrinkable = [i for i, w in enumerate(widths) if w > floors[i]]
-        if not shrinkable:
-            return None
-        widest = max(shrinkable, key=lambda i: widths[i])
-        widths[widest] -= 1
-    return widths
+    stages = ([max(v, 5) if num else n for n, num, v in zip(natural, numeric, values)],
+              [max(v, 5) if num else min(n, max(MIN_COLUMN, 24)) for n, num, v in zip(natural, numeric, values)],
+              [max(v, 1) if num else min(n, max(MIN_COLUMN, 24)) for n, num, v in zip(natural, numeric, values)],
+              [max(v, 1) if num else min(n, MIN_COLUMN) for n, num, v in zip(natural, numeric, values)])
+    for floors in stages:
+        while sum(widths) + overhead > width:
+            shrinkable = [i for i, w in enumerate(widths) if w > floors[i]]
+            if not shrinkable:
+                break
+            widest = max(shrinkable, key=lambda i: widths[i])
+            widths[widest] -= 1
+    return widths if sum(widths) + overhead <= width else None
 
 
 def print_rows(columns: list[str], rows: Sequence[Sequence[Any]], fmt: str = "table", title: str | None = None) -> None:
@@ -95,14 +101,16 @@ def print_rows(columns: list[str], rows: Sequence[Sequence[Any]], fmt: str = "ta
     cells = [[format_cell(v, null="") for v in row] for row in rows]
     numeric = [bool(rows) and all(isinstance(r[i], (int, float, Decimal)) and not isinstance(r[i], bool)
                                   for r in rows if r[i] is not None) for i in range(len(columns))]
-    natural = [max([text_width(c)] + [text_width(r[i]) for r in cells]) for i, c in enumerate(columns)]
-    widths = fit_widths(natural, numeric, [text_width(c) for c in columns], console.width)
+    values = [max([0] + [text_width(r[i]) for r in cells]) for i in range(len(columns))]
+    natural = [max(text_width(c), v) for c, v in zip(columns, values)]
+    widths = fit_widths(natural, numeric, values, console.width)
     if widths is None:
         print_vertical(columns, cells, title)
         return
     table = Table(title=title, show_lines=False)
     for i, c in enumerate(columns):
-        table.add_column(truncate_middle(c, widths[i]), no_wrap=True, justify="right" if numeric[i] else "left",
+        # values are cut to the width already (they never wrap); a heading wider than its column wraps
+        table.add_column(c, overflow="fold", justify="right" if numeric[i] else "left",
                          min_width=widths[i], max_width=widths[i])
     for row in cells:
         table.add_row(*(truncate_middle(v, widths[i]) for i, v in enumerate(row)))

@@ -269,11 +269,18 @@ def test_tables_fit_the_terminal(monkeypatch):
 
     buf.seek(0)
     buf.truncate()
-    wide = [f"column_{i}" for i in range(12)]
-    terminal.print_rows(wide, [tuple(range(12))], title="wide")
+    numbers = [f"column_{i}" for i in range(10)]  # number columns keep their values; headings wrap
+    terminal.print_rows(numbers, [tuple(range(100, 110))])
+    text = buf.getvalue()
+    assert "109" in text and "row 1" not in text and all(text_width(line) <= 70 for line in text.splitlines())
+
+    buf.seek(0)
+    buf.truncate()
+    wide = [f"column_{i}" for i in range(12)]  # twelve text columns cannot fit 70 cells: one block per row
+    terminal.print_rows(wide, [tuple(f"value_{i}" for i in range(12))], title="wide")
     text = buf.getvalue()
     assert "row 1" in text and "column_11" in text and all(text_width(line) <= 70 for line in text.splitlines())
-    assert [line.split() for line in text.splitlines() if line.startswith("column_3")] == [["column_3", "3"]]
+    assert [line.split() for line in text.splitlines() if line.startswith("column_3")] == [["column_3", "value_3"]]
 
 
 def test_truncate_middle_and_artifact_keys():

@@ -127,8 +127,14 @@ def test_errors_raised_in_a_flow_reach_the_cli_as_their_class(prefect_harness, t
 
     questions = tmp_path / "q.jsonl"
     questions.write_text('{"id": "1", "question": "总则是什么？"}\n', encoding="utf-8")
+    assert main(["--home", str(home), "ask", str(questions), "--kb", "kb"]) == 6  # checked before any flow
+    assert "no warehouse" in error_line(capsys)
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "a.md").write_text("# 总则\n\n第一条 总则的正文。\n", encoding="utf-8")
     monkeypatch.setenv("KBFLOW_EMBEDDING_MODEL", str(tmp_path / "no-model"))
-    assert main(["--home", str(home), "ask", str(questions), "--kb", "kb"]) == 4
+    assert main(["--home", str(home), "ingest", str(tmp_path / "corpus"), "--kb", "kb"]) == 0  # lands; no index
+    capsys.readouterr()
+    assert main(["--home", str(home), "ask", str(questions), "--kb", "kb"]) == 4  # raised inside the flow
     assert error_line(capsys).startswith(f"error: embedding_model path {str(tmp_path / 'no-model')!r} does not exist")
 
 
