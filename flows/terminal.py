@@ -197,6 +197,7 @@ def quiet_libraries(*, verbose: bool, debug: bool) -> None:
         for name, value in (("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING"),
                             ("HF_HUB_DISABLE_PROGRESS_BARS", "1"), ("TQDM_DISABLE", "1"),
                             ("TRANSFORMERS_VERBOSITY", "error"), ("LOGURU_LEVEL", "WARNING"),
+                            ("MINERU_LOG_LEVEL", "warning"),  # MinerU sets loguru's level from its config
                             ("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")):
             os.environ.setdefault(name, value)
     if debug:
