@@ -13,6 +13,7 @@ from typing import Any, Sequence
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from tasks.common.display import format_cell, text_width, truncate_middle
 
@@ -107,20 +108,20 @@ def print_rows(columns: list[str], rows: Sequence[Sequence[Any]], fmt: str = "ta
     if widths is None:
         print_vertical(columns, cells, title)
         return
-    table = Table(title=title, show_lines=False)
+    table = Table(title=Text(title) if title else None, show_lines=False)
     for i, c in enumerate(columns):
         # values are cut to the width already (they never wrap); a heading wider than its column wraps
-        table.add_column(c, overflow="fold", justify="right" if numeric[i] else "left",
+        table.add_column(Text(c), overflow="fold", justify="right" if numeric[i] else "left",
                          min_width=widths[i], max_width=widths[i])
-    for row in cells:
-        table.add_row(*(truncate_middle(v, widths[i]) for i, v in enumerate(row)))
+    for row in cells:  # Text: a "[draft]" in a name or an answer's "[ref:…]" is not rich markup
+        table.add_row(*(Text(truncate_middle(v, widths[i])) for i, v in enumerate(row)))
     console.print(table)
 
 
 def print_vertical(columns: list[str], cells: list[list[str]], title: str | None) -> None:
     """One block per row, `column  value` per line: for tables too wide for the terminal."""
     if title:
-        console.print(title, style="italic")
+        console.print(Text(title, style="italic"))
     label = min(max(text_width(c) for c in columns), max(12, console.width // 3))
     room = max(console.width - label - 2, MIN_COLUMN)
     for n, row in enumerate(cells, 1):
