@@ -11,6 +11,8 @@ os.environ.setdefault("PREFECT_LOGGING_EXTRA_LOGGERS", "kbflow")
 os.environ.setdefault("PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW", "ignore")
 # The temporary server's telemetry heartbeat only logs SQLite lock errors here (offline machines).
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+# The temporary server gets 20 s to start by default: a loaded machine misses it and the command dies.
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
 
 def _attach_kbflow_loggers() -> None:

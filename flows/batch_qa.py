@@ -1,12 +1,9 @@
 """Flow `batch_qa`: read a question set → per batch of questions: retrieve → expand + budget →
 grade (widen once, CRAG-lite) → answer → Parquet parts → land in DuckDB (`qa_runs`, `qa_results`,
 `qa_traces`) and the results file → a table artifact. What a batch does is `tasks.qa.batch`.
-
-The retriever (embedder, Chroma collection, BM25 index, reranker) is loaded once per run; the
-flow maps over batches of questions, never single questions or chunks. Tasks pass paths and counts.
-An invalid row is reported and skipped; a failed batch is logged and counted, the others land.
-`run_batch_qa` is one run inside a flow run: the `evaluate` flow calls it once per configuration
-(with stages switched off) on one loaded retriever.
+The retriever (its embedder preloaded by `flows.warm` when the CLI warmed one) is loaded once per
+run. An invalid row is skipped and reported; a failed batch is counted, the others land.
+`run_batch_qa` is one run in a flow run: `evaluate` calls it per configuration on one retriever.
 """
 from __future__ import annotations
 
@@ -19,10 +16,12 @@ from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from flows.warm import embedder_for
 from schemas.arrow import to_table
 from schemas.errors import InvalidValueError
 from schemas.qa import QAResult, QARun, QATrace, Question
 from schemas.settings import Settings, check_kb_name, load_settings
+from tasks.common.display import artifact_key
 from tasks.common.files import write_parquet
 from tasks.common.progress import track
 from tasks.qa.answer import Answerer, cosine_floor
@@ -66,9 +65,9 @@ def write_results_task(parts: list[BatchParts], out: Path) -> Path:
 
 
 def run_batch_qa(qset: QuestionSet, retriever: Retriever, answerer: Answerer, settings: Settings, *, run_id: str,
-                 out_path: Path, options: RetrievalOptions) -> QASummary:
-    """One batch-QA run inside a flow run: map the question batches, land results and traces in
-    DuckDB under `run_id`, write the results file, create the run's artifact."""
+                 out_path: Path, options: RetrievalOptions, artifact: str = "") -> QASummary:
+    """One run in a flow run: map the batches, land results and traces under `run_id`, write the results
+    file, create the artifact `artifact` (default `batch-qa-<kb>`, the user's runs; eval names its own)."""
     logger = get_run_logger()
     run = new_run(qset, retriever, answerer, settings, run_id=run_id, out_path=out_path, options=options,
                   flow_run_id=flow_run.id or "")
@@ -97,11 +96,11 @@ def run_batch_qa(qset: QuestionSet, retriever: Retriever, answerer: Answerer, se
     land_qa_task(settings, run, parts)
     shutil.rmtree(parts_dir, ignore_errors=True)  # landed in DuckDB and in the results file
     create_table_artifact(
-        key=f"batch-qa-{run.kb}".lower().replace("_", "-").replace(".", "-"), table=run_table(run, qset.invalid),
+        key=artifact or artifact_key("batch-qa", run.kb), table=run_table(run, qset.invalid),
         description=f"kbflow batch QA run {run.run_id} on kb {run.kb!r} ({run.mode}): results in {run.out_path}; "
                     f"SQL: SELECT * FROM qa_results WHERE run_id = '{run.run_id}'")
-    logger.info("batch QA run %s: %d questions, %d answered, %d insufficient, %d invalid rows; results in %s",
-                run_id, run.questions, run.answered, run.insufficient, run.invalid_rows, out_path)
+    logger.info("batch QA run %s: %d questions, %d answered, %d insufficient, %d invalid rows; results in %s", run_id,
+                run.questions, run.answered, run.insufficient, run.invalid_rows, out_path)
     return QASummary(run, str(out_path), qset.invalid)
 
 
@@ -116,5 +115,6 @@ def batch_qa(questions: str, kb: str, home: str | None = None, out: str | None =
     run_id = new_run_id()
     out_path = out_path_for(settings, run_id, out)
     qset = read_questions_task(questions)
-    return run_batch_qa(qset, load_retriever(settings, kb), Answerer(settings), settings, run_id=run_id,
+    retriever = load_retriever(settings, kb, embedder=embedder_for(settings))  # None unless warmed (bm25: never)
+    return run_batch_qa(qset, retriever, Answerer(settings), settings, run_id=run_id,
                         out_path=out_path, options=RetrievalOptions(mode=mode, sources=sources, section=section))

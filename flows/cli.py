@@ -1,90 +1,84 @@
-"""The `kbflow` command: parse arguments, call a flow or a warehouse query, print the result."""
+"""The `kbflow` command: check the inputs, call a flow or a warehouse query, print the result.
+
+Inputs (knowledge base, question set, run id, --out) are checked before any flow or Prefect server
+starts; a failure is one line on stderr and its exit code (EXIT_CODES; --debug adds the traceback).
+"""
 from __future__ import annotations
 
 import argparse
-import contextlib
-import csv
-import json
+import os
 import sys
-from collections.abc import Iterator
-from datetime import date, datetime
-from decimal import Decimal
+import traceback
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
-from rich.console import Console
-from rich.table import Table
-
+from flows.terminal import console, print_json, print_rows, progress_display
 from schemas.errors import QueryError, UserError, WarehouseError
 from schemas.settings import load_settings
 
-console = Console(width=None if sys.stdout.isatty() else 160)
+EXIT_CODES = {
+    0: "done",
+    1: "the run finished but failed its purpose (see the command's note)",
+    2: "fix the command, an input file or a setting (bad name, unreadable question set, bad SQL)",
+    3: "another kbflow process is writing to this home (retry, or --wait SECONDS)",
+    4: "something to install or configure here (a model, an optional extra)",
+    5: "an outside service failed (the LLM endpoint)",
+    6: "no such knowledge base, run id or warehouse in this home (the message lists what there is)",
+    7: "--out refused: inside the home, or an existing file kbflow did not write (--force)",
+    70: "a bug: one line; run again with --debug for the traceback",
+    130: "interrupted (Ctrl-C)",
+}
+INTERNAL_ERROR = 70
 
 
-@contextlib.contextmanager
-def progress_display() -> Iterator[None]:
-    """Show the progress of long stages (files, chunks, questions: count, rate, time left) while the
-    block runs; nothing when stdout is not a terminal (scripts, CI, pipes)."""
-    if not sys.stdout.isatty():
-        yield
-        return
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn,
-                               TimeElapsedColumn, TimeRemainingColumn)
-
-    from tasks.common.progress import Update, listening
-
-    columns = (TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[unit]}"),
-               TaskProgressColumn(), TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn())
-    with Progress(*columns, console=console, transient=False) as bars:
-        ids: dict[str, int] = {}
-
-        def show(update: Update) -> None:
-            if update.stage not in ids:
-                ids[update.stage] = bars.add_task(update.stage, total=update.total, unit=update.unit)
-            bars.update(ids[update.stage], completed=update.done, total=update.total)
-
-        with listening(show):
-            yield
+def exit_codes_epilog(failure: str = "", codes: Sequence[int] = (0, 1, 2, 3, 4, 5, 6, 7, 130)) -> str:
+    lines = ["exit codes:"]
+    for code in codes:
+        meaning = failure if code == 1 and failure else EXIT_CODES[code]
+        lines.append(f"  {code:<4} {meaning}")
+    return "\n".join(lines)
 
 
-def print_rows(columns: list[str], rows: Sequence[Sequence[Any]], fmt: str = "table", title: str | None = None) -> None:
-    if fmt == "json":
-        def plain(v: Any) -> Any:
-            if isinstance(v, (datetime, date)):
-                return v.isoformat()
-            if isinstance(v, Decimal):
-                return float(v)
-            return v
-        json.dump([{c: plain(v) for c, v in zip(columns, row)} for row in rows], sys.stdout, ensure_ascii=False,
-                  indent=1, default=str)
-        sys.stdout.write("\n")
-    elif fmt == "csv":
-        writer = csv.writer(sys.stdout, lineterminator="\n")  # like every other line printed (csv's default is "\r\n")
-        writer.writerow(columns)
-        writer.writerows(rows)
-    else:
-        table = Table(title=title, show_lines=False)
-        for c in columns:
-            table.add_column(c, overflow="fold")
-        for row in rows:
-            table.add_row(*("" if v is None else str(v) for v in row))
-        console.print(table)
+def start_flows(settings, *, warm: bool = False, vectors: bool = True) -> None:
+    """Before the first flow of this command: reuse this home's `kbflow server` when one runs (no
+    temporary server), start loading the model in the background, keep Prefect's console quiet."""
+    from flows.server import use_running_server
+
+    use_running_server(settings.home)
+    if warm:
+        from flows.warm import prewarm
+
+        prewarm(settings, vectors=vectors)
+    from flows.terminal import tame_prefect_console
+
+    tame_prefect_console()
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from flows.ingest import ingest
-
     from tasks.common.lock import check_free
 
+    from schemas.errors import InvalidValueError
+    from schemas.settings import check_kb_name
+
     settings = load_settings(args.home)
+    check_kb_name(args.kb)
+    missing = [p for p in args.paths if not p.exists()]
+    if len(missing) == len(args.paths):
+        raise InvalidValueError(f"no such file or folder: {', '.join(map(str, missing))}")
     if not (args.wait if args.wait is not None else settings.runtime.ingest_lock_wait_s):
         check_free(settings.home, kb=args.kb)  # refuse before a flow run (and a server) is started
+    start_flows(settings)
+    from flows.ingest import ingest
+
     with progress_display():
-        summary = ingest(paths=[str(p) for p in args.paths], kb=args.kb, home=args.home,
-                         runner=args.runner or settings.runtime.task_runner, dask_address=args.dask_address,
-                         lock_wait_s=args.wait)
+        state = ingest(paths=[str(p) for p in args.paths], kb=args.kb, home=args.home,
+                       runner=args.runner or settings.runtime.task_runner, dask_address=args.dask_address,
+                       lock_wait_s=args.wait, return_state=True)
+    summary = state.result(raise_on_failure=False)
+    if isinstance(summary, BaseException):  # the flow itself raised (a busy home, a missing model)
+        raise summary
     rows = [(o.source, o.status if o.status != "landed" else f"landed ({o.change})", o.chunks,
-             f"{o.parse_seconds:.2f}" if o.status == "landed" else "", "yes" if o.parse_cached else "", o.reason)
+             o.parse_seconds if o.status == "landed" else None, "yes" if o.parse_cached else "", o.reason)
             for o in summary.outcomes]
     print_rows(["source", "status", "chunks", "parse_s", "cached", "reason"], rows,
                title=f"ingest run {summary.run_id} → kb {summary.kb!r}")
@@ -113,6 +107,11 @@ STATS_LEGEND = ("text = all but table/image/chart; heading<20 = heading-only chu
 
 
 def cmd_rm(args: argparse.Namespace) -> int:
+    from flows.cli_inputs import require_kb
+
+    settings = load_settings(args.home)
+    require_kb(settings, args.kb)
+    start_flows(settings)
     from flows.ingest import remove
 
     removed = remove(sources=args.sources, kb=args.kb, home=args.home, lock_wait_s=args.wait)
@@ -121,9 +120,13 @@ def cmd_rm(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from flows.cli_inputs import require_kb
+
+    settings = load_settings(args.home)
+    require_kb(settings, args.kb)  # an unknown KB: exit 6, and no empty Chroma collection made for it
     from tasks.index.sync import check
 
-    result = check(load_settings(args.home), args.kb)
+    result = check(settings, args.kb)
     print_rows(["store", "chunks", "missing ids (present in another store)"],
                [(name, count, ", ".join(result.missing.get(name, [])[:10]) +
                  (f" … (+{len(result.missing[name]) - 10})" if len(result.missing.get(name, [])) > 10 else ""))
@@ -137,9 +140,12 @@ def cmd_stats(args: argparse.Namespace) -> int:
     """The chunk-quality table of seed 000 §13.1, one row per document (view `chunk_quality`)."""
     import duckdb
 
+    from flows.cli_inputs import require_kb
     from warehouse.chunks import chunk_quality
 
     settings = load_settings(args.home)
+    if args.kb:
+        require_kb(settings, args.kb)
     try:
         columns, rows = chunk_quality(settings.db_path, args.kb)
     except duckdb.CatalogException:  # a warehouse written before the view existed
@@ -162,36 +168,62 @@ def cmd_sql(args: argparse.Namespace) -> int:
     try:
         columns, rows = db.query(settings.db_path, args.query)
     except duckdb.Error as exc:
-        raise QueryError(f"the query failed: {exc}") from None
+        raise QueryError(f"the query failed: {' '.join(str(exc).split())}") from None
     print_rows(columns, rows, args.format)
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """One self-contained HTML file: chunk quality, chunk length/type charts, ingest and QA runs, QA metrics."""
+    """One self-contained HTML file: chunk quality, charts, ingest and QA runs, per-question QA, metrics."""
     import duckdb
 
+    from flows.cli_inputs import check_out, require_kb, require_run
     from warehouse.report import load_report, write_report
 
     settings = load_settings(args.home)
+    out = check_out(args.out, settings, force=args.force, suffixes=(".html", ".htm"))
     try:
+        if args.kb:
+            require_kb(settings, args.kb)
+        if args.run:
+            require_run(settings, args.run)
         report = load_report(settings.db_path, kb=args.kb, run=args.run)
     except duckdb.Error as exc:  # e.g. not a DuckDB file
-        raise WarehouseError(f"cannot read the warehouse {settings.db_path}: {exc}") from None
-    out = write_report(report, args.out)
+        raise WarehouseError(f"cannot read the warehouse {settings.db_path}: {' '.join(str(exc).split())}") from None
+    write_report(report, out)
     print_rows(["section", "rows"], list(report.row_counts().items()), title="kbflow report")
-    console.print(f"report: {out.resolve()}")
+    console.print(f"report: {out}")
     return 0
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    """Answer a question set (flow `batch_qa`) and print the run's summary."""
+    """Answer a question set, or one quoted question (flow `batch_qa`), and print the answers."""
+    from flows.cli_inputs import check_out, check_question_file, question_set, require_kb
+    from flows.terminal import print_answers, read_results
+
+    settings = load_settings(args.home)
+    check_question_file(args.questions)
+    require_kb(settings, args.kb)
+    questions, qset = question_set(args.questions, settings)  # a quoted question is written only now
+    out = check_out(args.out, settings, force=args.force, suffixes=(".jsonl", ".ndjson", ".json", ".parquet"))
+    start_flows(settings, warm=True, vectors=args.mode != "bm25")
     from flows.batch_qa import batch_qa
 
     with progress_display():
-        summary = batch_qa(questions=str(args.questions), kb=args.kb, home=args.home, out=args.out, mode=args.mode,
-                           sources=args.source or None, section=args.section)
+        summary = batch_qa(questions=questions, kb=args.kb, home=args.home, out=str(out) if out else None,
+                           mode=args.mode, sources=args.source or None, section=args.section)
     run = summary.run
+    code = 0 if run.status == "completed" and run.questions else 1
+    if args.format == "json":
+        from dataclasses import asdict
+
+        print_json({"run": asdict(run), "results": summary.out_path,
+                    "answers": read_results(summary.out_path), "invalid_rows": [asdict(b) for b in summary.invalid]})
+        return code
+    if args.quiet:
+        print(summary.out_path)
+        return code
+    print_answers(read_results(summary.out_path, limit=args.show), total=run.questions, out_path=summary.out_path)
     rows = [("questions", run.questions), ("invalid rows (skipped)", run.invalid_rows),
             ("answered (llm / extractive)", f"{run.answered} ({run.llm_answers} / {run.extractive_answers})"),
             ("insufficient evidence", run.insufficient), ("widened once (CRAG-lite)", run.widened),
@@ -206,18 +238,28 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if len(summary.invalid) > 20:
         console.print(f"… and {len(summary.invalid) - 20} more invalid rows (qa_runs.invalid_reasons)")
     console.print(f"results: {summary.out_path}; traces: kbflow sql \"SELECT * FROM qa_traces WHERE run_id = "
-                  f"'{run.run_id}'\"")
-    return 0 if run.status == "completed" and run.questions else 1
+                  f"'{run.run_id}'\"", soft_wrap=True)
+    return code
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
     """Evaluate a labelled question set (flow `evaluate`) and print one row per configuration."""
+    from flows.cli_inputs import check_out, question_set, require_kb
+    from schemas.errors import QuestionSetError
+
+    settings = load_settings(args.home)
+    if not Path(args.questions).expanduser().is_file():
+        raise QuestionSetError(f"{args.questions}: no such question file (eval needs labelled questions)")
+    require_kb(settings, args.kb)
+    questions, _ = question_set(args.questions, settings)
+    out = check_out(args.out, settings, force=args.force, suffixes=(".json", ".csv"))
+    start_flows(settings, warm=True)
     from flows.evaluate import evaluate
     from tasks.qa.evaluate import SKIPPED, metric_table
 
     with progress_display():
-        result = evaluate(questions=str(args.questions), kb=args.kb, home=args.home, ablate=args.ablate,
-                          out=args.out)
+        result = evaluate(questions=questions, kb=args.kb, home=args.home, ablate=args.ablate,
+                          out=str(out) if out else None)
     columns, rows = metric_table(result.metrics)
     print_rows(columns, rows, title=f"eval {result.eval_id} on kb {result.kb!r}")
     ran = [m for m in result.metrics if m.status != SKIPPED]
@@ -231,16 +273,41 @@ def cmd_eval(args: argparse.Namespace) -> int:
             console.print(f"[yellow]{m.config}[/yellow] {m.status}: {m.note}")
     if result.out_path:
         console.print(f"metrics: {result.out_path}")
-    console.print(f"kbflow sql \"SELECT * FROM qa_metrics WHERE eval_id = '{result.eval_id}'\"")
+    console.print(f"kbflow sql \"SELECT * FROM qa_metrics WHERE eval_id = '{result.eval_id}'\"", soft_wrap=True)
     return 0 if ran and all(m.questions for m in ran) else 1
 
 
+def cmd_server(args: argparse.Namespace) -> int:
+    """Run a Prefect server for this home until Ctrl-C; other kbflow commands on the home use it."""
+    from flows.server import serve
+
+    settings = load_settings(args.home)
+
+    def ready(url: str) -> None:
+        print(f"kbflow server for {settings.home}: Prefect API at {url}"
+              f"{' (UI: ' + url[:-4] + ')' if args.ui else ''}; Ctrl-C stops it", flush=True)
+
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
+    serve(settings.home, port=args.port, ui=args.ui, on_ready=ready)
+    return 0
+
+
+def _sub(sub, name: str, help: str, failure: str = "", codes: Sequence[int] = (0, 1, 2, 3, 4, 5, 6, 7, 130)):
+    return sub.add_parser(name, help=help, description=help, epilog=exit_codes_epilog(failure, codes),
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kbflow", description="Batch, offline RAG data pipeline on Prefect 3.")
+    parser = argparse.ArgumentParser(prog="kbflow", description="Batch, offline RAG data pipeline on Prefect 3.",
+                                     epilog=exit_codes_epilog(codes=tuple(EXIT_CODES)), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--home", help="state directory (default: $KBFLOW_HOME or ./.kbflow)")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks and every log line")
+    parser.add_argument("--verbose", "-v", action="store_true",
+                        help="show Prefect's and the libraries' log lines and progress bars")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("ingest", help="parse, chunk and land documents into a knowledge base")
+    p = _sub(sub, "ingest", "parse, chunk and land documents into a knowledge base",
+             "every file failed or was rejected (nothing landed)")
     p.add_argument("paths", nargs="+", type=Path, help="files or folders (MinerU output folders/zips too)")
     p.add_argument("--kb", required=True, help="knowledge-base name")
     p.add_argument("--runner", choices=("default", "dask"),
@@ -253,62 +320,100 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: the ingest_lock_wait_s setting, 0 = refuse at once)")
     p.set_defaults(func=cmd_ingest)
 
-    p = sub.add_parser("stats", help="per-document chunk-quality report")
+    p = _sub(sub, "stats", "per-document chunk-quality report", codes=(0, 2, 6))
     p.add_argument("--kb", help="only this knowledge base")
     p.add_argument("--format", choices=("table", "csv", "json"), default="table")
     p.set_defaults(func=cmd_stats)
 
-    p = sub.add_parser("rm", help="delete documents (by source name) from a knowledge base and its indexes")
+    p = _sub(sub, "rm", "delete documents (by source name) from a knowledge base and its indexes",
+             codes=(0, 2, 3, 6, 130))
     p.add_argument("sources", nargs="+", help="source names as shown by `kbflow stats`")
     p.add_argument("--kb", required=True)
     p.add_argument("--wait", type=float, metavar="SECONDS", help="wait up to SECONDS for a running ingest")
     p.set_defaults(func=cmd_rm)
 
-    p = sub.add_parser("check", help="compare the chunk ids of DuckDB, Chroma and BM25")
+    p = _sub(sub, "check", "compare the chunk ids of DuckDB, Chroma and BM25",
+             "the three stores disagree (INCONSISTENT: re-run kbflow ingest)", codes=(0, 1, 2, 3, 6))
     p.add_argument("--kb", required=True)
     p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser("ask", help="answer a question set (JSONL/CSV/Parquet) with cited answers")
-    p.add_argument("questions", type=Path, help="question file: id/qid, question, optional answers and gold evidence")
+    p = _sub(sub, "ask", "answer a question set (JSONL/CSV/Parquet) or one quoted question, with cited answers",
+             "the run failed or answered no question (batch errors)")
+    p.add_argument("questions", help='a question file (id/qid, question, optional answers and gold evidence) '
+                                     'or one question in quotes: kbflow ask "…" --kb demo')
     p.add_argument("--kb", required=True, help="knowledge-base name")
     p.add_argument("--out", help="results file, .jsonl or .parquet (default: HOME/qa/RUN_ID.jsonl)")
+    p.add_argument("--force", action="store_true", help="let --out overwrite any file, or write inside the home")
     p.add_argument("--mode", choices=("hybrid", "vector", "bm25"), default="hybrid", help="recall channels")
     p.add_argument("--source", action="append", help="only these documents (repeatable)")
     p.add_argument("--section", help="only this section and the sections under it (a section_path prefix)")
+    p.add_argument("--show", type=int, default=10, metavar="N",
+                   help="print the answers of sets of up to N questions, else a sample of N (default 10)")
+    p.add_argument("--quiet", "-q", action="store_true", help="print only the results file's path")
+    p.add_argument("--format", choices=("text", "json"), default="text",
+                   help="json: the run, every answer and the results path as one JSON object on stdout")
     p.set_defaults(func=cmd_ask)
 
-    p = sub.add_parser("eval", help="retrieval and answer metrics of a labelled question set (qa_metrics)")
-    p.add_argument("questions", type=Path, help="question file with gold evidence and/or expected answers")
+    p = _sub(sub, "eval", "retrieval and answer metrics of a labelled question set (qa_metrics)",
+             "no configuration ran, or one answered no question")
+    p.add_argument("questions", help="question file with gold evidence and/or expected answers")
     p.add_argument("--kb", required=True, help="knowledge-base name")
     p.add_argument("--ablate", action="store_true",
                    help="also vector-only, BM25-only, hybrid and hybrid+rerank (rescues off), one run each")
     p.add_argument("--out", help="also write the metrics to this .json or .csv file")
+    p.add_argument("--force", action="store_true", help="let --out overwrite any file, or write inside the home")
     p.set_defaults(func=cmd_eval)
 
-    p = sub.add_parser("sql", help="read-only SQL over the warehouse")
+    p = _sub(sub, "sql", "read-only SQL over the warehouse", codes=(0, 2, 3, 6))
     p.add_argument("query", help='e.g. "SELECT chunk_type, count(*) FROM chunks GROUP BY 1"')
     p.add_argument("--format", choices=("table", "csv", "json"), default="table")
     p.set_defaults(func=cmd_sql)
 
-    p = sub.add_parser("report", help="write a self-contained HTML report (chunk quality, charts, ingest and QA runs)")
+    p = _sub(sub, "report", "write a self-contained HTML report (chunk quality, charts, ingest and QA runs, "
+                            "per-question answers and misses, metrics)", codes=(0, 2, 6, 7))
     p.add_argument("--kb", help="only this knowledge base")
     p.add_argument("--run", help="only this batch-QA run_id or eval_id in the QA sections")
     p.add_argument("--out", required=True, type=Path, help="the HTML file to write, e.g. report.html")
+    p.add_argument("--force", action="store_true", help="let --out overwrite any file, or write inside the home")
     p.set_defaults(func=cmd_report)
 
-    # --home is accepted after the sub-command too
-    for name in ("ingest", "rm", "check", "stats", "sql", "ask", "eval", "report"):
+    p = _sub(sub, "server", "run a Prefect server for this home (until Ctrl-C): later commands on the home find "
+                            "and use it instead of starting a temporary one", codes=(0, 2, 3, 130))
+    p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    p.add_argument("--ui", action="store_true", help="also serve Prefect's web UI")
+    p.set_defaults(func=cmd_server)
+
+    # --home, --debug and --verbose are accepted after the sub-command too
+    for name in sub.choices:
         sub.choices[name].add_argument("--home", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        sub.choices[name].add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                                       help=argparse.SUPPRESS)
+        sub.choices[name].add_argument("--verbose", "-v", action="store_true", default=argparse.SUPPRESS,
+                                       help=argparse.SUPPRESS)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from flows.terminal import quiet_libraries
+
+    quiet_libraries(verbose=args.verbose or args.debug, debug=args.debug)
     try:
         return args.func(args)
-    except UserError as exc:  # anything else is a bug: its traceback is what a report needs
-        print(f"error: {exc}", file=sys.stderr)
+    except UserError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return exc.exit_code
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug: one line, the traceback with --debug
+        if args.debug:
+            traceback.print_exc()
+        print(f"error: internal error {type(exc).__name__}: {' '.join(str(exc).split())} "
+              "(run again with --debug for the traceback, and please report it)", file=sys.stderr)
+        return INTERNAL_ERROR
 
 
 if __name__ == "__main__":

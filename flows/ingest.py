@@ -24,7 +24,7 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
-from flows.runners import FileTasks, file_stages, task_runner_for
+from flows.runners import FileTasks, file_stages, final_state, task_runner_for
 from schemas.chunk import chunks_path
 from schemas.settings import Settings, check_kb_name, load_settings
 from tasks.common.lock import write_lock
@@ -134,7 +134,7 @@ def ingest(paths: list[str], kb: str, home: str | None = None, runner: str | Non
         ledger.finish()
         create_table_artifact(key=f"ingest-{kb}".lower().replace("_", "-").replace(".", "-"),
                               table=ledger.summary.outcome_rows(), description=ledger.summary.headline)
-    return ledger.summary
+    return final_state(ledger.summary)  # Failed when every file failed
 
 
 @flow(name="remove")

@@ -146,3 +146,14 @@ def file_stages(task_runner, tasks: FileTasks, todo: list[Todo], kb: str,
         return
     with task_runner:
         yield Submitted(task_runner, tasks, todo, kb, settings, _worker_model(settings))
+
+
+def final_state(summary: Any) -> Any:
+    """The ingest flow's return: its summary, or — when files were given and not one landed, was
+    unchanged or removed — a Failed state carrying the summary, so Prefect's state tells the truth
+    (`ingest(..., return_state=True).result(raise_on_failure=False)` is the summary either way)."""
+    from prefect.states import Failed
+
+    if summary.outcomes and not (summary.landed + summary.skipped + summary.removed):
+        return Failed(message=f"nothing landed: {summary.headline}", data=summary)
+    return summary

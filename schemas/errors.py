@@ -8,6 +8,9 @@ reaches the command line (flows/cli.py prints the message on one line and return
 - 3 `BusyError`: another kbflow process is writing to the home; retry, or pass --wait SECONDS
 - 4 `SetupError`: install or configure something missing here (a model, an optional extra)
 - 5 `ServiceError`: an outside service (the LLM endpoint) failed or refused
+- 6 `NotFoundError`: the knowledge base, run id or warehouse named does not exist here
+- 7 `OutputRefusedError`: `--out` would overwrite kbflow's state or a file it did not write (`--force`)
+- 130: interrupted (Ctrl-C); any other code is a bug (run again with `--debug` for the traceback)
 """
 from typing import ClassVar
 
@@ -161,8 +164,28 @@ class WarehouseError(UsageError):
     """The warehouse cannot be read as kbflow expects: not a DuckDB file, or older than this kbflow."""
 
 
-class WarehouseMissingError(WarehouseError, FileNotFoundError):
+class NotFoundError(UsageError):
+    """A name given on the command line (knowledge base, run id) that this home does not hold."""
+
+    exit_code = 6
+
+
+class UnknownKbError(NotFoundError, LookupError):
+    """No such knowledge base in this warehouse; the message lists the ones there are."""
+
+
+class UnknownRunError(NotFoundError, LookupError):
+    """No batch-QA run_id or eval_id of that name in this warehouse."""
+
+
+class WarehouseMissingError(NotFoundError, WarehouseError, FileNotFoundError):
     """No warehouse in this home yet: `kbflow ingest` creates it."""
+
+
+class OutputRefusedError(UsageError):
+    """`--out` names a path inside the home or an existing file kbflow did not write: pass --force."""
+
+    exit_code = 7
 
 
 class QueryError(UsageError):

@@ -175,6 +175,8 @@ class RuntimeSettings:
     ocr_dpi: int = 144  # pages are rendered at this fixed resolution (A4: 1191 x 1684 px, ~6 MB a page)
     ocr_workers: int = 2  # worker processes reading pages, one page in memory each
     max_pdf_pages: int = 2000  # a PDF with more pages fails with TooManyPagesError (any parse backend)
+    # converted models shared by every home of this user: "" = $XDG_CACHE_HOME/kbflow/models (~/.cache/…)
+    model_cache_dir: str = ""
 
 
 # group name → its settings class, in kbflow.toml's order ([ingest], [index], ...)
@@ -248,6 +250,15 @@ class Settings:
 
     @property
     def models_dir(self) -> Path:
+        """Where converted models are kept: one user-level cache for every home (checksummed), not
+        ~460 MB per home; a home's own `models/` copy from an older kbflow is still used."""
+        if self.runtime.model_cache_dir:
+            return Path(self.runtime.model_cache_dir).expanduser()
+        cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        return Path(cache).expanduser() / "kbflow" / "models"
+
+    @property
+    def home_models_dir(self) -> Path:
         return self.home / "models"
 
     @property

