@@ -139,7 +139,7 @@ class Indexer:
         self.embedding.finish()
 
 
-_process_embedders: dict[tuple[str, int], object] = {}  # (model, batch size) → Embedder, one per process
+_process_embedders: dict[tuple[str, int, str], object] = {}  # (model, batch size, precision) → Embedder, one per process
 
 
 def warm_embedding_cache(settings: Settings, chunks_file: Path, model: str) -> int:
@@ -149,11 +149,12 @@ def warm_embedding_cache(settings: Settings, chunks_file: Path, model: str) -> i
     from tasks.index.embed import Embedder, embed_texts, embedding_text
     from warehouse.embedding_cache import EmbeddingCache
 
-    key = (model, settings.runtime.embedding_batch_size)
+    key = (model, settings.runtime.embedding_batch_size, settings.runtime.embedding_precision)
     embedder = _process_embedders.get(key)
     if embedder is None:
         embedder = _process_embedders[key] = Embedder(Path(model) if Path(model).is_dir() else model,
-                                                      batch_size=settings.runtime.embedding_batch_size)
+                                                      batch_size=settings.runtime.embedding_batch_size,
+                                                      precision=settings.runtime.embedding_precision)
     before = embedder.encoded
     with EmbeddingCache(settings.cache_dir / "embeddings", embedder.model_id) as cache:
         embed_texts([embedding_text(c) for c in read_chunks(chunks_file)], embedder, cache,
