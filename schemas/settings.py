@@ -171,8 +171,8 @@ class RuntimeSettings:
     task_runner: str = "default"  # "default" (in the flow process) or "dask" (needs the [dask] extra)
     dask_address: str = ""  # "" = a LocalCluster; "tcp://host:8786" = an existing Dask scheduler
     dask_workers: int = 2  # LocalCluster worker processes (one thread each)
-    # ours: how the embedding model computes (tasks.index.embed.PRECISIONS): "auto" = bf16 autocast where
-    # the CPU has AMX or AVX-512 BF16 (same vectors: cosine to fp32 >= 0.9999), fp32 elsewhere
+    # ours: how the embedding model computes (tasks.index.embed.PRECISIONS): "auto" = bf16 weights where
+    # the CPU has AMX or AVX-512 BF16 (the same vectors: cosine to fp32 >= 0.9999), fp32 elsewhere
     embedding_precision: str = "auto"
 
 

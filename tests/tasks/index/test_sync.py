@@ -174,13 +174,13 @@ def small_docs(settings: Settings, n: int, *, duplicated: str = "") -> list[tupl
 
 def counting_encodes(monkeypatch, indexer) -> list[int]:
     sizes: list[int] = []
-    real = indexer.embedder.embed
+    real = indexer.embedder._encode_batch
 
     def encode(texts, *args, **kwargs):
         sizes.append(len(texts))
         return real(texts, *args, **kwargs)
 
-    monkeypatch.setattr(indexer.embedder, "embed", encode)
+    monkeypatch.setattr(indexer.embedder, "_encode_batch", encode)
     return sizes
 
 
