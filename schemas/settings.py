@@ -177,6 +177,9 @@ class RuntimeSettings:
     max_pdf_pages: int = 2000  # a PDF with more pages fails with TooManyPagesError (any parse backend)
     # converted models shared by every home of this user: "" = $XDG_CACHE_HOME/kbflow/models (~/.cache/…)
     model_cache_dir: str = ""
+    # ours: how the embedding model computes (tasks.index.embed.PRECISIONS): "auto" = bf16 weights where
+    # the CPU has AMX or AVX-512 BF16 (the same vectors: cosine to fp32 >= 0.9999), fp32 elsewhere
+    embedding_precision: str = "auto"
 
 
 # group name → its settings class, in kbflow.toml's order ([ingest], [index], ...)

@@ -1,5 +1,6 @@
-"""`kbflow ingest` that stops mid-index: after its first Chroma upsert it touches `$KBFLOW_TEST_PAUSED`
-and waits until `$KBFLOW_TEST_RELEASE` exists (unset: until killed). test_faults.py kills it there,
+"""`kbflow ingest` that stops mid-index: after its first Chroma upsert (the index stage's groups made
+small, so that is mid-stage) it touches `$KBFLOW_TEST_PAUSED` and waits until `$KBFLOW_TEST_RELEASE`
+exists (unset: until killed). test_faults.py kills it there,
 or starts a second ingest while it surely holds the lock, so neither test depends on how fast the
 machine is.
 
@@ -13,7 +14,7 @@ import time
 from pathlib import Path
 
 from flows import cli
-from tasks.index import vector_index
+from tasks.index import sync, vector_index
 
 
 def _pause_after_first_upsert(upsert):
@@ -33,5 +34,6 @@ def _pause_after_first_upsert(upsert):
 
 
 if __name__ == "__main__":  # MinerU's worker processes re-import this module: patch in the parent only
-    vector_index.upsert_document = _pause_after_first_upsert(vector_index.upsert_document)
+    vector_index.upsert_documents = _pause_after_first_upsert(vector_index.upsert_documents)
+    sync.Indexer.GROUP_CHUNKS = 16  # several groups even for a small corpus: the pause comes mid-stage
     sys.exit(cli.main(sys.argv[1:]))

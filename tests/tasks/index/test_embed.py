@@ -1,6 +1,7 @@
 """Embeddings (SPEC §2 item 10, §7): model resolution, the embedder's prompts, the on-disk cache."""
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from pathlib import Path
@@ -190,6 +191,62 @@ def test_cache_hits_are_never_re_embedded(embedder, tmp_path):
     # queries are cached apart from passages (different prompt)
     q = embed_texts(PASSAGES[:1], embedder, reopened, batch_size=3, kind="query")
     assert embedder.encoded == before + 1 and float(q[0] @ first[0]) < 0.999
+
+
+# ---------------------------------------------------------------- precision variants
+
+
+def test_precision_auto_follows_the_cpu_and_forced_values_win(monkeypatch):
+    monkeypatch.setattr(embed, "cpu_flags", lambda: frozenset({"avx2", "fma"}))  # no native bf16
+    assert embed.resolve_precision("auto") == "fp32"
+    assert embed.resolve_precision("bf16") == "bf16" and embed.resolve_precision("BF16-autocast") == "bf16-autocast"
+    monkeypatch.setattr(embed, "cpu_flags", lambda: frozenset({"avx512f", "amx_bf16", "amx_tile"}))
+    assert embed.resolve_precision("auto") == embed.resolve_precision("") == "bf16"
+    assert embed.resolve_precision("fp32") == "fp32"
+    assert embed.resolve_precision("auto", device="cuda") == "fp32"
+    with pytest.raises(EmbeddingModelError, match="embedding_precision 'int8'"):
+        embed.resolve_precision("int8")
+    assert load_settings().runtime.embedding_precision == "auto"
+
+
+@pytest.fixture(scope="session")
+def bf16_embedder(e5_home):
+    return embed.Embedder(e5_home / "models" / e5_convert.MODEL_DIRNAME, precision="bf16")
+
+
+def test_bf16_gives_the_fp32_vectors_and_its_own_cache_key(embedder, bf16_embedder, tmp_path):
+    from tests.conftest import DATA, need
+
+    corpus = need(DATA / "qa" / "cmrc2018_trial" / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
+    texts = [json.loads(line)["text"][:300] for line in corpus[:6]] + PASSAGES[:2]
+    cos = (bf16_embedder.embed_passages(texts) * embedder.embed_passages(texts)).sum(axis=1)
+    assert cos.min() >= 0.999, cos  # measured ≈ 0.99998 (bench/embed_speed.py)
+    assert bf16_embedder.model_id == embedder.model_id + "+bf16"
+    cache = EmbeddingCache(tmp_path / "embeddings")
+    embed_texts(texts[:3], embedder, cache, batch_size=8)
+    before = bf16_embedder.encoded
+    embed_texts(texts[:3], bf16_embedder, cache, batch_size=8)
+    assert bf16_embedder.encoded - before == 3  # fp32's vectors are not served as bf16's
+    assert cache.count(embedder.model_id) == cache.count(bf16_embedder.model_id) == 3
+
+
+def test_cache_hits_are_not_tokenized_and_misses_once(embedder, tmp_path, monkeypatch):
+    tokenized: list[str] = []
+    real = embedder.model.preprocess
+
+    def preprocess(texts, *args, **kwargs):
+        tokenized.extend(texts)
+        return real(texts, *args, **kwargs)
+
+    monkeypatch.setattr(embedder.model, "preprocess", preprocess)
+    cache = EmbeddingCache(tmp_path / "embeddings", embedder.model_id)
+    texts = ["短", "稍微长一点的段落。", "这是三段里最长的一段，有好几个字。", "短"]
+    vectors = embed_texts(texts, embedder, cache, batch_size=2)
+    assert tokenized == [texts[2], texts[1], texts[0]]  # once each, longest first, in full batches
+    np.testing.assert_array_equal(vectors[0], vectors[3])
+    tokenized.clear()
+    np.testing.assert_array_equal(embed_texts(list(reversed(texts)), embedder, cache, batch_size=2), vectors[::-1])
+    assert tokenized == []  # all from the cache: nothing tokenized
 
 
 class FakeEmbedder:
