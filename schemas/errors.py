@@ -8,6 +8,7 @@ reaches the command line (flows/cli.py prints the message on one line and return
 - 3 `BusyError`: another kbflow process is writing to the home; retry, or pass --wait SECONDS
 - 4 `SetupError`: install or configure something missing here (a model, an optional extra)
 - 5 `ServiceError`: an outside service (the LLM endpoint) failed or refused
+- 143 `IngestInterruptedError`: the run was stopped by SIGTERM (128 + 15, as a shell reports it)
 """
 from typing import ClassVar
 
@@ -81,6 +82,10 @@ class ImportFormatError(ParseError):
 
 class UnsafeArchiveError(ImportFormatError):
     """A zip entry would be written outside its target folder."""
+
+
+class FileTimeLimitError(ParseError):
+    """Parsing and chunking the file took longer than the `file_time_limit_s` setting allows."""
 
 
 class NormalizeError(KbflowError):
@@ -246,3 +251,9 @@ class LLMUnavailableError(LLMError):
 
 class LLMResponseError(LLMError):
     """The endpoint answered 200 with something that is not a chat completion (or an empty answer)."""
+
+
+class IngestInterruptedError(UserError):
+    """An ingest stopped by SIGTERM at a safe point: what was landed stays, the next run goes on."""
+
+    exit_code = 143

@@ -171,6 +171,11 @@ class RuntimeSettings:
     task_runner: str = "default"  # "default" (in the flow process) or "dask" (needs the [dask] extra)
     dask_address: str = ""  # "" = a LocalCluster; "tcp://host:8786" = an existing Dask scheduler
     dask_workers: int = 2  # LocalCluster worker processes (one thread each)
+    # ingest at scale (tasks/ingest/workers.py): files go through parse → chunk → land in batches
+    ingest_batch_files: int = 256  # files per batch at most (one Prefect task run and one DuckDB transaction)
+    ingest_batch_mb: float = 64.0  # and source bytes per batch at most (a batch holds at least one file)
+    ingest_workers: int = 0  # parse/chunk worker processes; 0 = one per core
+    file_time_limit_s: float = 900.0  # a file's parse + chunk taking longer fails (worker killed); 0 = no limit
 
 
 # group name → its settings class, in kbflow.toml's order ([ingest], [index], ...)

@@ -1,5 +1,6 @@
 """One error hierarchy: every failure a user can act on carries its CLI exit code, and `kbflow`
-maps exceptions to exit codes by class (1 per-file, 2 usage, 3 busy, 4 setup, 5 service)."""
+maps exceptions to exit codes by class (1 per-file, 2 usage, 3 busy, 4 setup, 5 service,
+143 stopped by SIGTERM)."""
 from __future__ import annotations
 
 import ast
@@ -11,10 +12,11 @@ import pytest
 
 from flows.cli import main
 from schemas import errors
-from schemas.errors import BusyError, KbflowError, ServiceError, SetupError, UsageError, UserError
+from schemas.errors import (BusyError, IngestInterruptedError, KbflowError, ServiceError, SetupError, UsageError,
+                            UserError)
 
 REPO = Path(__file__).resolve().parents[2]
-FAMILIES = {KbflowError: 1, UsageError: 2, BusyError: 3, SetupError: 4, ServiceError: 5}
+FAMILIES = {KbflowError: 1, UsageError: 2, BusyError: 3, SetupError: 4, ServiceError: 5, IngestInterruptedError: 143}
 ERRORS = [c for _, c in inspect.getmembers(errors, inspect.isclass)
           if issubclass(c, BaseException) and c.__module__ == errors.__name__ and c is not UserError]
 
