@@ -1,8 +1,9 @@
 """Index: keep a knowledge base's Chroma collection and BM25 index in line with its landed chunks.
 
 DuckDB (`documents`/`chunks`) is the record of what a knowledge base holds; the indexes follow it:
-- `index_documents` embeds a document's chunks (cached by text, so unchanged chunks are never
-  re-embedded), upserts them into Chroma, then drops that document's stale ids;
+- `Indexer.index_documents` embeds many documents' chunks together in full batches (cached by
+  text, so unchanged chunks are never re-embedded), upserts them into Chroma in large slices, then
+  drops each document's stale ids; a failing group is retried document by document;
 - `rebuild_bm25` rebuilds the BM25 index from the landed Parquet files' stored tokens (nothing is
   re-tokenized) and swaps it in atomically;
 - `sync_indexes` does both for a run and repairs what an interrupted run left behind;
@@ -17,6 +18,7 @@ import pyarrow.parquet as pq
 
 from schemas.arrow import from_table
 from schemas.chunk import Chunk, chunks_path
+from schemas.errors import EmbeddingModelError
 from schemas.settings import Settings
 from tasks.common.progress import Tracker
 from tasks.index import vector_index
@@ -40,32 +42,101 @@ class IndexSummary:
     bm25_rebuilt: bool = False
 
 
+def _error(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:500]
+
+
 class Indexer:
-    """Holds the embedding model and the collection for one knowledge base during a run."""
+    """Holds the embedding model and the collection for one knowledge base during a run, and the run's
+    totals (`summary`, `indexed`) over every `index_documents` call."""
+
+    GROUP_CHUNKS = 2048  # chunks read, embedded and upserted together (bounds memory; batches stay full)
 
     def __init__(self, settings: Settings, kb: str):
-        from tasks.index.embed import Embedder, resolve_model
-        from warehouse.embedding_cache import EmbeddingCache
-
         self.settings, self.kb = settings, kb
-        self.embedder = Embedder(resolve_model(settings), batch_size=settings.runtime.embedding_batch_size)
-        self.cache = EmbeddingCache(settings.cache_dir / "embeddings", self.embedder.model_id)
-        self.collection = vector_index.collection(settings, kb)
+        self.summary, self.indexed = IndexSummary(), []
         self.embedding = Tracker("embed", None, "chunks")  # the run's chunks through the embedder, per batch
+        self._embedder = self._cache = self._collection = None
 
-    def index_document(self, chunks_file: Path, source: str, summary: IndexSummary) -> None:
+    @property
+    def embedder(self):
+        if self._embedder is None:  # loaded on first use, once per run
+            from tasks.index.embed import Embedder
+
+            self._embedder = Embedder.from_settings(self.settings)
+        return self._embedder
+
+    @property
+    def cache(self):
+        if self._cache is None:
+            from warehouse.embedding_cache import EmbeddingCache
+
+            self._cache = EmbeddingCache(self.settings.cache_dir / "embeddings", self.embedder.model_id)
+        return self._cache
+
+    @property
+    def collection(self):
+        if self._collection is None:
+            self._collection = vector_index.collection(self.settings, self.kb)
+        return self._collection
+
+    def index_documents(self, items: list[tuple[str, Path]]) -> dict[str, str]:
+        """Index many documents: their chunks are embedded together in full batches (cache-aware) and
+        upserted in large slices; each document's stale ids go after its new ids are in. A group that
+        fails is retried document by document, so one bad document fails alone. Returns {source:
+        error} of the documents that failed; the others are appended to `self.indexed`."""
+        errors: dict[str, str] = {}
+        group: dict[str, list[Chunk]] = {}
+        size = 0
+        for source, path in items:
+            try:
+                chunks = read_chunks(path)
+            except Exception as exc:  # an unreadable or missing Parquet: this document only
+                errors[source] = _error(exc)
+                continue
+            group.pop(source, None)  # the same source twice: its last version counts
+            group[source] = chunks
+            size += len(chunks)
+            if size >= self.GROUP_CHUNKS:
+                errors.update(self._index_group(group))
+                group, size = {}, 0
+        if group:
+            errors.update(self._index_group(group))
+        return errors
+
+    def _index_group(self, group: dict[str, list[Chunk]]) -> dict[str, str]:
+        try:
+            self._index(group)
+            return {}
+        except Exception as exc:
+            if len(group) == 1 or isinstance(exc, EmbeddingModelError):  # no model: every document alike
+                return {source: _error(exc) for source in group}
+        errors: dict[str, str] = {}
+        for source, chunks in group.items():  # per document: vectors already encoded come from the cache
+            try:
+                self._index({source: chunks})
+            except Exception as exc:  # one document's index failure must not stop the others
+                errors[source] = _error(exc)
+        return errors
+
+    def _index(self, group: dict[str, list[Chunk]]) -> None:
         from tasks.index.embed import embed_texts, embedding_text
 
-        chunks = read_chunks(chunks_file)
+        texts = [embedding_text(c) for chunks in group.values() for c in chunks]
         before, done_before = self.embedder.encoded, self.embedding.done
-        vectors = embed_texts([embedding_text(c) for c in chunks], self.embedder, self.cache,
-                              batch_size=self.settings.runtime.embedding_batch_size,
+        vectors = embed_texts(texts, self.embedder, self.cache, batch_size=self.settings.runtime.embedding_batch_size,
                               progress=lambda done, _total: self.embedding.set(done_before + done))
-        update = vector_index.upsert_document(self.collection, self.kb, chunks, vectors, source=source)
-        summary.documents += 1
-        summary.chunks += update.added
-        summary.removed += update.removed
-        summary.embedded += self.embedder.encoded - before
+        self.summary.embedded += self.embedder.encoded - before  # encoded (and cached) even if the upsert fails
+        updates = vector_index.upsert_documents(self.collection, self.kb, group, vectors)
+        self.summary.documents += len(updates)
+        self.summary.chunks += sum(u.added for u in updates.values())
+        self.summary.removed += sum(u.removed for u in updates.values())
+        self.indexed.extend(updates)
+
+    def finish(self) -> None:
+        """The stage's total is known only now."""
+        self.embedding.set(self.embedding.done, total=self.embedding.done)
+        self.embedding.finish()
 
 
 _process_embedders: dict[tuple[str, int], object] = {}  # (model, batch size) → Embedder, one per process
@@ -115,46 +186,36 @@ def prune_parquet(settings: Settings, kb: str) -> int:
     return len(stale)
 
 
-def sync_indexes(settings: Settings, kb: str, to_index: list[tuple[str, Path]], *,
-                 force_bm25: bool = False) -> tuple[IndexSummary, dict[str, str], list[str]]:
+def sync_indexes(settings: Settings, kb: str, to_index: list[tuple[str, Path]], *, force_bm25: bool = False,
+                 indexer: Indexer | None = None) -> tuple[IndexSummary, dict[str, str], list[str]]:
     """Bring Chroma and BM25 in line with DuckDB for `kb`.
 
-    1. index the given documents (embeddings from the cache where present, upsert, then drop the
-       document's stale ids);
+    1. index the given documents (`Indexer.index_documents`: embeddings from the cache where present,
+       batched upserts, then each document's stale ids dropped);
     2. repair: delete Chroma ids DuckDB does not hold, index every document whose chunk ids Chroma
        lacks (a run killed between landing and indexing);
     3. rebuild BM25 from the landed Parquet when anything changed or its ids differ from DuckDB's.
 
-    Returns the summary, the error of each document that failed to index (the others go on), and
-    the sources indexed. The embedding model is loaded only when a document is indexed.
+    `indexer`: one that already indexed part of this run (streamed while parsing went on); it is
+    reused, and the returned summary and sources include what it did before. Returns the summary, the
+    error of each document that failed to index (the others go on), and the sources indexed. The
+    embedding model is loaded only when a document is embedded.
     """
     from tasks.index.bm25 import BM25Index
 
-    summary, errors, indexed = IndexSummary(), {}, []
-    indexer: Indexer | None = None
-
-    def index(source: str, path: Path) -> None:
-        nonlocal indexer
-        try:
-            indexer = indexer or Indexer(settings, kb)
-            indexer.index_document(path, source, summary)
-            indexed.append(source)
-        except Exception as exc:  # one document's index failure must not stop the others
-            errors[source] = f"{type(exc).__name__}: {exc}"[:500]
-
-    for source, path in to_index:
-        index(source, path)
+    indexer = indexer or Indexer(settings, kb)
+    summary = indexer.summary
+    errors = indexer.index_documents(to_index) if to_index else {}
 
     duck = chunk_ids_by_source(settings.db_path, kb) if settings.db_path.exists() else {}
-    col = indexer.collection if indexer else vector_index.collection(settings, kb)
+    col = indexer.collection
     in_chroma = vector_index.all_ids(col)
     all_duck = set().union(*duck.values()) if duck else set()
     summary.orphans = vector_index.delete_ids(col, sorted(in_chroma - all_duck))
     lacking = sorted(s for s, ids in duck.items() if not ids <= in_chroma and s not in errors)
     if lacking:
         landed = db.landed_documents(settings.db_path, kb)
-        for source in lacking:
-            index(source, Path(landed[source][1]))
+        errors.update(indexer.index_documents([(source, Path(landed[source][1])) for source in lacking]))
         summary.repaired = len(lacking)
 
     current: set[str] | None = None
@@ -163,16 +224,15 @@ def sync_indexes(settings: Settings, kb: str, to_index: list[tuple[str, Path]], 
             current = set(BM25Index.load(settings.bm25_dir / kb).chunk_ids)
         except Exception:  # unreadable: rebuilt below
             current = None
-    if force_bm25 or indexed or summary.orphans or current != all_duck:
+    if force_bm25 or indexer.indexed or summary.orphans or current != all_duck:
         summary.bm25_chunks = rebuild_bm25(settings, kb)
         summary.bm25_rebuilt = True
     else:
         summary.bm25_chunks = len(current)
     prune_parquet(settings, kb)
-    if indexer:  # the stage's total is known only now
-        indexer.embedding.set(indexer.embedding.done, total=indexer.embedding.done)
-        indexer.embedding.finish()
-    return summary, errors, indexed
+    if indexer.embedding.done:
+        indexer.finish()
+    return summary, errors, list(indexer.indexed)
 
 
 def remove_document(settings: Settings, kb: str, source: str) -> int:

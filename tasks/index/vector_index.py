@@ -18,8 +18,9 @@ import numpy as np
 from schemas.chunk import Chunk
 from schemas.settings import Settings
 
-# Chroma caps a single write; larger batches are sent in slices.
+# Chroma caps a single write (the client says how much: `max_batch`); larger batches go in slices.
 MAX_BATCH = 4000
+SOURCES_PER_GET = 500  # sources per `$in` lookup of existing ids
 DOC_TYPES = {"pdf": "pdf", "docx": "word", "doc": "word", "pptx": "powerpoint", "xlsx": "excel", "md": "markdown",
              "txt": "text", "html": "html", "htm": "html"}
 
@@ -88,20 +89,58 @@ def upsert_document(col, kb: str, chunks: list[Chunk], vectors: np.ndarray, *, s
 
     The new version is written before anything is deleted, so a failure midway leaves the old
     chunks searchable rather than none (the `kbflow check` consistency check reports it)."""
+    return upsert_documents(col, kb, {source: chunks}, vectors)[source]
+
+
+def max_batch(col) -> int:
+    """The most records one write may carry for this collection's client (MAX_BATCH if it does not say)."""
+    try:
+        limit = int(col._client.get_max_batch_size())
+    except Exception:  # noqa: BLE001 - an older client or a server without the pre-flight answer
+        return MAX_BATCH
+    return limit if limit > 0 else MAX_BATCH
+
+
+def upsert_chunks(col, kb: str, chunks: list[Chunk], vectors: np.ndarray, *, batch: int | None = None) -> None:
+    """Write chunks (of any number of documents) in slices as large as the client allows."""
+    batch = batch or max_batch(col)
     ids = [c.chunk_id for c in chunks]
-    for start in range(0, len(chunks), MAX_BATCH):
-        part = slice(start, start + MAX_BATCH)
+    for start in range(0, len(chunks), batch):
+        part = slice(start, start + batch)
         col.upsert(ids=ids[part], embeddings=vectors[part], documents=[c.semantic_content for c in chunks[part]],
                    metadatas=[chunk_metadata(c, kb) for c in chunks[part]])
-    stale = sorted(set(col.get(where={"source": source}, include=[])["ids"]) - set(ids))
-    delete_ids(col, stale)
-    return IndexUpdate(added=len(ids), removed=len(stale))
+
+
+def ids_by_source(col, sources: Iterable[str]) -> dict[str, set[str]]:
+    """The ids Chroma holds for each of `sources` (one `$in` lookup per SOURCES_PER_GET sources)."""
+    sources = list(dict.fromkeys(sources))
+    found: dict[str, set[str]] = {s: set() for s in sources}
+    for start in range(0, len(sources), SOURCES_PER_GET):
+        part = sources[start:start + SOURCES_PER_GET]
+        where = {"source": part[0]} if len(part) == 1 else {"source": {"$in": part}}
+        got = col.get(where=where, include=["metadatas"])
+        for chunk_id, meta in zip(got["ids"], got["metadatas"]):
+            found.setdefault(meta["source"], set()).add(chunk_id)
+    return found
+
+
+def upsert_documents(col, kb: str, documents: dict[str, list[Chunk]], vectors: np.ndarray) -> dict[str, IndexUpdate]:
+    """Write many documents' chunks (`vectors` in the order of their chunks, document after document) in
+    large slices, then remove each document's ids that its new version no longer has: as for one
+    document, nothing is deleted before every new id is in."""
+    chunks = [c for doc in documents.values() for c in doc]
+    upsert_chunks(col, kb, chunks, vectors)
+    held = ids_by_source(col, documents)
+    stale = {source: sorted(held.get(source, set()) - {c.chunk_id for c in doc}) for source, doc in documents.items()}
+    delete_ids(col, [i for ids in stale.values() for i in ids])
+    return {source: IndexUpdate(added=len(doc), removed=len(stale[source])) for source, doc in documents.items()}
 
 
 def delete_ids(col, ids: Iterable[str]) -> int:
     ids = list(ids)
-    for start in range(0, len(ids), MAX_BATCH):
-        col.delete(ids=ids[start:start + MAX_BATCH])
+    batch = max_batch(col) if ids else MAX_BATCH
+    for start in range(0, len(ids), batch):
+        col.delete(ids=ids[start:start + batch])
     return len(ids)
 
 

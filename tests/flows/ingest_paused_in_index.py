@@ -33,5 +33,5 @@ def _pause_after_first_upsert(upsert):
 
 
 if __name__ == "__main__":  # MinerU's worker processes re-import this module: patch in the parent only
-    vector_index.upsert_document = _pause_after_first_upsert(vector_index.upsert_document)
+    vector_index.upsert_documents = _pause_after_first_upsert(vector_index.upsert_documents)
     sys.exit(cli.main(sys.argv[1:]))

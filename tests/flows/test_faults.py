@@ -217,14 +217,14 @@ def test_exception_in_the_index_stage_leaves_duckdb_whole_and_the_next_run_repai
     old_md5 = _document_rows(settings, "a.md")[0]
     _grow(a)
 
-    real = vector_index.upsert_document
+    real = vector_index.upsert_documents
 
-    def failing(col, kb, chunks, vectors, *, source):
-        if source == "a.md":
+    def failing(col, kb, documents, vectors):
+        if "a.md" in documents:
             raise RuntimeError("injected: Chroma went away")
-        return real(col, kb, chunks, vectors, source=source)
+        return real(col, kb, documents, vectors)
 
-    monkeypatch.setattr(vector_index, "upsert_document", failing)
+    monkeypatch.setattr(vector_index, "upsert_documents", failing)
     broken = ingest(paths=[str(corpus)], kb=KB, home=str(home))
     (outcome,) = [o for o in broken.outcomes if o.source == "a.md"]
     assert outcome.status == "landed" and "not indexed: RuntimeError: injected" in outcome.reason
@@ -236,7 +236,7 @@ def test_exception_in_the_index_stage_leaves_duckdb_whole_and_the_next_run_repai
     gap = check(settings, KB)
     assert not gap.ok and gap.missing["chroma"]  # visible to `kbflow check`
 
-    monkeypatch.setattr(vector_index, "upsert_document", real)
+    monkeypatch.setattr(vector_index, "upsert_documents", real)
     repaired = ingest(paths=[str(corpus)], kb=KB, home=str(home))
     assert {o.source: o.status for o in repaired.outcomes} == {"a.md": "skipped", "b.md": "skipped"}
     assert repaired.index.documents == 1  # a.md indexed again, not parsed again

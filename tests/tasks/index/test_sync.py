@@ -149,3 +149,80 @@ def test_prune_parquet_removes_files_no_document_points_at(home):
     assert prune_parquet(home, KB) == 2
     assert sorted(p.name for p in folder.iterdir()) == [a_file.name]
     assert prune_parquet(home, KB) == 0
+
+
+# ---------------------------------------------------------------- the batched index stage
+
+
+def small_docs(settings: Settings, n: int, *, duplicated: str = "") -> list[tuple[str, Path]]:
+    """n one-chunk documents written as chunk Parquet (no DuckDB rows: `Indexer` alone reads them);
+    `duplicated`: that source's file holds its chunk twice (Chroma refuses a write with a repeated id)."""
+    from schemas.chunk import Chunk, assign_ids
+
+    items = []
+    for i in range(n):
+        source = f"doc{i:02d}.md"
+        chunks = [Chunk(f"第{i}号设备的额定功率为{i * 10}千瓦。", "text", semantic_content=f"第{i}号设备的额定功率为{i * 10}千瓦。")]
+        if source == duplicated:
+            chunks = chunks * 2
+        assign_ids(chunks, kb=KB, doc_md5=f"{i:032d}", source=source)
+        if source == duplicated:
+            chunks[1].chunk_index, chunks[1].chunk_id = 0, chunks[0].chunk_id
+        items.append((source, write_chunks(chunks, chunks_path(settings.chunks_dir, KB, f"{i:032d}"))))
+    return items
+
+
+def counting_encodes(monkeypatch, indexer) -> list[int]:
+    sizes: list[int] = []
+    real = indexer.embedder.embed
+
+    def encode(texts, *args, **kwargs):
+        sizes.append(len(texts))
+        return real(texts, *args, **kwargs)
+
+    monkeypatch.setattr(indexer.embedder, "embed", encode)
+    return sizes
+
+
+def test_many_small_documents_are_embedded_in_full_batches(home, monkeypatch):
+    from tasks.common.progress import listening
+    from tasks.index.sync import Indexer
+
+    indexer = Indexer(home.replace(embedding_batch_size=8), KB)
+    sizes = counting_encodes(monkeypatch, indexer)
+    items = small_docs(home, 20)
+    updates = []
+    with listening(lambda u: updates.append(u) if u.stage == "embed" else None):
+        errors = indexer.index_documents(items[:13])
+        errors |= indexer.index_documents(items[13:])
+    assert errors == {} and indexer.indexed == [s for s, _ in items]
+    assert sizes == [8, 5, 7]  # 20 one-chunk documents: 3 encode calls, not 20
+    assert [u.done for u in updates] == [0, 8, 13, 13, 20]  # progress per embedding batch
+    assert (indexer.summary.documents, indexer.summary.chunks, indexer.summary.embedded) == (20, 20, 20)
+    assert chroma_ids(home) == {f"doc{i:02d}.md_0" for i in range(20)}
+
+
+def test_a_failing_document_in_a_batch_fails_alone(home, monkeypatch):
+    from tasks.index.sync import Indexer
+
+    indexer = Indexer(home.replace(embedding_batch_size=8), KB)
+    sizes = counting_encodes(monkeypatch, indexer)
+    items = small_docs(home, 6, duplicated="doc03.md") + [("gone.md", home.chunks_dir / "gone.parquet")]
+    errors = indexer.index_documents(items)
+    assert sorted(errors) == ["doc03.md", "gone.md"] and "DuplicateID" in errors["doc03.md"]
+    assert indexer.indexed == ["doc00.md", "doc01.md", "doc02.md", "doc04.md", "doc05.md"]
+    assert chroma_ids(home) == {f"doc{i:02d}.md_0" for i in (0, 1, 2, 4, 5)}
+    assert sizes == [6]  # the per-document retries took their vectors from the cache
+    assert (indexer.summary.documents, indexer.summary.embedded) == (5, 6)
+
+
+def test_sync_indexes_reuses_an_indexer_and_reports_its_earlier_work(home):
+    from tasks.index.sync import Indexer
+
+    (a, a_file, ids_a), (b, b_file, ids_b) = land(home, "pump.md"), land(home, "cell.md")
+    indexer = Indexer(home, KB)
+    assert indexer.index_documents([(a, a_file)]) == {}  # streamed while "parsing" went on
+    summary, errors, indexed = sync_indexes(home, KB, [(b, b_file)], indexer=indexer)
+    assert (errors, indexed, summary.repaired) == ({}, [a, b], 0)
+    assert (summary.documents, summary.chunks, summary.bm25_chunks) == (2, len(ids_a | ids_b), len(ids_a | ids_b))
+    assert check(home, KB).ok
