@@ -25,7 +25,7 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
-from flows.runners import BatchProgress, BatchTasks, artifact_key, batch_stages, dask_min_batches, task_runner_for
+from flows.runners import BatchProgress, BatchTasks, artifact_key, batch_stages, min_batches, task_runner_for
 from schemas.chunk import chunks_path
 from schemas.errors import IngestInterruptedError
 from schemas.settings import Settings, check_kb_name, load_settings
@@ -97,7 +97,7 @@ def ingest(paths: list[str], kb: str, home: str | None = None, runner: str | Non
                                 ledger.pipeline_key)
         ledger.planned(plan)
 
-        batches = plan_batches(plan.todo, settings, dask_min_batches(task_runner, settings))
+        batches = plan_batches(plan.todo, settings, min_batches(task_runner, settings))
         with (BatchProgress(kb, len(plan.todo)) as progress, IndexStream(settings, kb, stop.requested) as stream,
               batch_stages(task_runner, BATCH_TASKS, batches, kb, settings, progress.parsed) as stages):
             stop.watch(getattr(stages, "pool", None))

@@ -27,7 +27,7 @@ from schemas.errors import ExtraNotInstalledError, InvalidValueError
 from schemas.settings import Settings
 from tasks.common.progress import Tracker
 from tasks.ingest.manifest import Todo
-from tasks.ingest.workers import Prepared, file_pool
+from tasks.ingest.workers import Prepared, file_pool, worker_count
 
 RUNNERS = ("default", "dask")
 # no square brackets: the CLI prints errors through rich, which would take "[dask]" for markup
@@ -141,9 +141,10 @@ def _worker_model(settings: Settings) -> str | None:
         return None
 
 
-def dask_min_batches(task_runner, settings: Settings) -> int:
-    """Batches enough for every Dask worker (on the default runner, the pool takes files one by one)."""
-    return settings.runtime.dask_workers if task_runner is not None else 1
+def min_batches(task_runner, settings: Settings) -> int:
+    """Batches enough for each worker to have two (so a small run lands and embeds its first batches
+    while the workers parse the others)."""
+    return 2 * (settings.runtime.dask_workers if task_runner is not None else worker_count(settings))
 
 
 @contextlib.contextmanager

@@ -6,7 +6,7 @@ result crosses a process boundary whatever went wrong. `plan_batches` groups the
 and bytes) into the units the flow tracks, lands and indexes.
 
 `FilePool` prepares files in worker processes (MinerU's PDFium is not thread-safe, and torch in
-the flow process must not be forked: workers are started by `forkserver`). Each file has a time
+the flow process must not be forked: workers are spawned). Each file has a time
 limit (`file_time_limit_s`): a file that exceeds it has its worker killed (with the helpers MinerU
 started) and replaced, and fails with that reason while the others go on. What workers log on
 `kbflow.*` is handed back with the result and logged again in the flow process, inside the
@@ -148,11 +148,14 @@ def _exit_with_children(signum, frame) -> None:
 
 
 def _init_worker() -> None:
+    from tasks.common.text import tokenize_many
+
     signal.signal(signal.SIGTERM, _exit_with_children)
     kbflow = logging.getLogger("kbflow")
     kbflow.handlers, kbflow.propagate = [_collected], False
     kbflow.setLevel(logging.INFO)
     _collected.active = True
+    tokenize_many(["预热"], None)  # jieba's dictionary loads now, not on a file's time limit
 
 
 class FilePool:
@@ -163,7 +166,7 @@ class FilePool:
 
         self.workers = workers
         self.pool = pebble.ProcessPool(max_workers=workers, initializer=_init_worker,
-                                       context=multiprocessing.get_context("forkserver"))
+                                       context=multiprocessing.get_context("spawn"))
         self.stopping = threading.Event()
 
     def submit(self, batch: list[Todo], kb: str, settings: Settings) -> list[concurrent.futures.Future]:
