@@ -56,5 +56,6 @@ class IndexStream:
         return self
 
     def __exit__(self, *exc) -> None:
-        # leaving on an error or a stop: give the batch being encoded a moment, never wait long
-        self.close(timeout=None if exc[0] is None else 5)
+        # leaving on an error or a stop: give the batch being indexed a moment, not more (what it
+        # does not finish, the next run's repair step does: the documents are in DuckDB)
+        self.close(timeout=None if exc[0] is None and not self.stop.is_set() else 1)

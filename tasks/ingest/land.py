@@ -37,8 +37,16 @@ class LandedChunks:
     enrich_fallbacks: int = 0
 
 
+# Below this many bytes of chunk rows, a document's Parquet is written plain: zstd, statistics and
+# dictionaries cost ~20 ms per file (bench/ingest_scale.py --parquet) and save nothing on a few rows.
+PLAIN_PARQUET_BYTES = 64 * 1024
+
+
 def write_chunks(chunks: list[Chunk], path: Path) -> Path:
-    return write_parquet(to_table(chunks, Chunk), path)
+    table = to_table(chunks, Chunk)
+    if table.nbytes < PLAIN_PARQUET_BYTES:
+        return write_parquet(table, path, compression="none", write_statistics=False, use_dictionary=False)
+    return write_parquet(table, path)
 
 
 def _rows(src: SourceFile, parsed: ParsedOutput, chunked: LandedChunks, kb: str, run_id: str,
