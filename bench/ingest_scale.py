@@ -35,11 +35,12 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")  # before prefect is imported
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")  # a loaded machine
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(REPO))
-SHARED = REPO.parent / "shared" / "data"
+SHARED = Path(os.environ.get("KBFLOW_SHARED_DATA", REPO.parent / "shared" / "data"))  # ../shared/data
 QA_SETS = ("rgb_zh_refine_dev", "drcd_dev", "cmrc2018_trial")
 
 
