@@ -76,7 +76,7 @@ def _rss_mb(who: int) -> float:
     return resource.getrusage(who).ru_maxrss / 1024  # KiB on Linux
 
 
-def run_one(corpus: Path, home: Path) -> dict:
+def run_one(corpus: Path, home: Path, embed: bool = True) -> dict:
     """Ingest `corpus` into `home` in this process; then embedding-only and the unchanged re-ingest."""
     import pyarrow.parquet as pq
     from prefect.client.orchestration import get_client
@@ -96,6 +96,11 @@ def run_one(corpus: Path, home: Path) -> dict:
     total = time.perf_counter() - started
     stages = {u.stage: (u.done, u.elapsed_s) for u in updates if u.finished}
 
+    result = {"files": len(summary.outcomes), "landed": summary.landed, "failed": summary.failed,
+              "chunks": summary.index.chunks, "total_s": total, "stages": stages,
+              "rss_flow_mb": _rss_mb(resource.RUSAGE_SELF), "rss_worker_mb": _rss_mb(resource.RUSAGE_CHILDREN)}
+    if not embed:
+        return result
     settings = load_settings(home)
     texts = []
     for _, path in db.landed_documents(settings.db_path, "scale").values():
@@ -113,14 +118,16 @@ def run_one(corpus: Path, home: Path) -> dict:
     reingest = time.perf_counter() - t0
     skipped_all = again.returncode == 0 and f"0 added, 0 changed, {summary.landed} unchanged" in " ".join(
         again.stdout.split())
-    return {"files": len(summary.outcomes), "landed": summary.landed, "failed": summary.failed,
-            "chunks": summary.index.chunks, "total_s": total, "embed_only_s": embed_only, "stages": stages,
-            "rss_flow_mb": _rss_mb(resource.RUSAGE_SELF), "rss_worker_mb": _rss_mb(resource.RUSAGE_CHILDREN),
-            "reingest_s": reingest, "reingest_skipped_all": skipped_all}
+    return {**result, "embed_only_s": embed_only, "reingest_s": reingest, "reingest_skipped_all": skipped_all}
 
 
 def report(label: str, r: dict) -> None:
     rates = ", ".join(f"{stage} {done / max(s, 1e-9):.1f}/s" for stage, (done, s) in r["stages"].items())
+    if "embed_only_s" not in r:
+        print(f"{label}, no embedding: {r['files']} files ({r['landed']} landed, {r['failed']} failed) | total "
+              f"{r['total_s']:.1f} s | {rates} | peak RSS flow {r['rss_flow_mb']:.0f} MB, worker "
+              f"{r['rss_worker_mb']:.0f} MB", flush=True)
+        return
     print(f"{label}: {r['files']} files ({r['landed']} landed, {r['failed']} failed), {r['chunks']} chunks | "
           f"total {r['total_s']:.1f} s, embedding-only {r['embed_only_s']:.1f} s, ratio "
           f"{r['total_s'] / max(r['embed_only_s'], 1e-9):.2f} | {rates} | peak RSS flow {r['rss_flow_mb']:.0f} MB, "
@@ -188,17 +195,22 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--docs", action="store_true", help="also ingest ../shared/data/docs")
     parser.add_argument("--parquet", action="store_true", help="per-document vs per-batch Parquet")
     parser.add_argument("--tmp", default="/tmp/kbflow-scale", help="where corpora and homes are written")
+    parser.add_argument("--no-embed", action="store_true",
+                        help="no embedding model (the index stage fails at once): the other stages' files/s and "
+                             "peak RSS alone, at sizes whose embedding would take hours here")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: corpus to ingest in this process
     parser.add_argument("--home", help=argparse.SUPPRESS)
     args = parser.parse_args(argv[1:])
     if args.one:
-        print("RESULT " + json.dumps(run_one(Path(args.one), Path(args.home))), flush=True)
+        print("RESULT " + json.dumps(run_one(Path(args.one), Path(args.home), embed=not args.no_embed)), flush=True)
         return 0
     print(f"{os.cpu_count()} CPU cores; load average {os.getloadavg()[0]:.1f} at start", flush=True)
     if args.parquet:
         parquet_per_document_vs_batch()
     root = Path(args.tmp)
-    if not os.environ.get("KBFLOW_EMBEDDING_MODEL"):  # one converted model for every fresh home
+    if args.no_embed:
+        os.environ["KBFLOW_EMBEDDING_MODEL"] = str(root / "no-such-model")
+    elif not os.environ.get("KBFLOW_EMBEDDING_MODEL"):  # one converted model for every fresh home
         from tasks.index.e5_convert import ensure_converted
 
         os.environ["KBFLOW_EMBEDDING_MODEL"] = str(ensure_converted(root / "models"))
@@ -208,8 +220,8 @@ def main(argv: list[str]) -> int:
     for label, corpus in corpora:
         home = root / f"home-{corpus.name}"
         shutil.rmtree(home, ignore_errors=True)
-        done = subprocess.run([sys.executable, __file__, "--one", str(corpus), "--home", str(home)], cwd=REPO,
-                              capture_output=True, text=True)
+        done = subprocess.run([sys.executable, __file__, "--one", str(corpus), "--home", str(home),
+                               *(["--no-embed"] if args.no_embed else [])], cwd=REPO, capture_output=True, text=True)
         lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
         if done.returncode or not lines:
             print(f"{label}: FAILED (rc {done.returncode})\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
