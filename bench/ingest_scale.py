@@ -94,11 +94,17 @@ def run_one(corpus: Path, home: Path, embed: bool = True) -> dict:
     with listening(updates.append):
         summary = ingest(paths=[str(corpus)], kb="scale", home=str(home))
     total = time.perf_counter() - started
-    stages = {u.stage: (u.done, u.elapsed_s) for u in updates if u.finished}
+    # a stage's span ends when it reached its final count (its tracker is closed later, with the run)
+    final = {u.stage: u.done for u in updates if u.finished}
+    stages = {}
+    for u in updates:
+        if u.stage in final and u.stage not in stages and u.done == final[u.stage]:
+            stages[u.stage] = (u.done, u.elapsed_s)
 
     result = {"files": len(summary.outcomes), "landed": summary.landed, "failed": summary.failed,
               "chunks": summary.index.chunks, "total_s": total, "stages": stages,
               "rss_flow_mb": _rss_mb(resource.RUSAGE_SELF), "rss_worker_mb": _rss_mb(resource.RUSAGE_CHILDREN)}
+    # (measured before the re-ingest below starts a process of its own)
     if not embed:
         return result
     settings = load_settings(home)

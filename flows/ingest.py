@@ -99,6 +99,7 @@ def ingest(paths: list[str], kb: str, home: str | None = None, runner: str | Non
 
         batches = plan_batches(plan.todo, settings, min_batches(task_runner, settings))
         with (BatchProgress(kb, len(plan.todo)) as progress, IndexStream(settings, kb, stop.requested) as stream,
+              stop.deferred(),  # a SIGTERM from here lets the batch being landed finish
               batch_stages(task_runner, BATCH_TASKS, batches, kb, settings, progress.parsed) as stages):
             stop.watch(getattr(stages, "pool", None))
             for i in range(len(batches)):
@@ -120,10 +121,9 @@ def ingest(paths: list[str], kb: str, home: str | None = None, runner: str | Non
         to_index = [(source, path) for source, path in ledger.landed_files if source in stream.errors]
         to_index += [(src.source, chunks_path(settings.chunks_dir, kb, src.md5)) for src, _ in plan.reindex]
         try:
-            with stop.at_once():  # the next run repairs what a stop here leaves
-                index, errors, indexed = index_task(kb, to_index, settings, run_id=run_id, indexer=stream.indexer,
-                                                    force_bm25=bool(ledger.landed_files or plan.removed))
-        except IngestInterruptedError:
+            index, errors, indexed = index_task(kb, to_index, settings, run_id=run_id, indexer=stream.indexer,
+                                                force_bm25=bool(ledger.landed_files or plan.removed))
+        except IngestInterruptedError:  # a SIGTERM: the next run repairs the indexes
             ledger.finish(interrupted=True)
             raise
         except Exception as exc:  # e.g. no embedding model: the landed rows stay; the next run indexes them

@@ -173,7 +173,8 @@ class FilePool:
         limit = settings.runtime.file_time_limit_s or None
         return [self.pool.schedule(prepare_file, (todo, kb, settings), timeout=limit) for todo in batch]
 
-    def collect(self, batch: list[Todo], futures: list[concurrent.futures.Future], settings: Settings) -> list[Prepared]:
+    def collect(self, batch: list[Todo], futures: list[concurrent.futures.Future],
+                settings: Settings) -> list[Prepared]:
         """The batch's results in file order, its workers' log records logged here; a file left
         unfinished by a stop comes back failed at stage `interrupted` (the flow lands the rest)."""
         pending = set(futures)
@@ -232,12 +233,14 @@ def file_pool(settings: Settings) -> FilePool:
 
 
 class Interruption:
-    """While active (in the main thread): SIGTERM sets `requested` and stops the worker pool, so the
-    flow stops at its next safe point (`check`); during the index stage (`raise_now`), it raises."""
+    """While active (in the main thread), SIGTERM stops the run: it raises at once — everything
+    before and after landing is safe to stop anywhere (each write is one transaction) — except in a
+    `deferred` block (the landing loop), where it sets `requested` and stops the worker pool, and
+    the flow stops at its next safe point (`check`, after the batch being landed)."""
 
     def __init__(self) -> None:
         self.requested = threading.Event()
-        self.raise_now = False
+        self.raise_now = True
         self.pool: FilePool | None = None
 
     def _handle(self, signum, frame) -> None:
@@ -245,17 +248,16 @@ class Interruption:
         if self.pool is not None:
             self.pool.stop()
         if self.raise_now:
-            raise IngestInterruptedError("ingest stopped by SIGTERM during the index stage; "
-                                         "the next run indexes what was landed")
+            raise IngestInterruptedError("ingest stopped by SIGTERM; what was landed stays, the next run goes on")
 
     @contextlib.contextmanager
-    def at_once(self) -> Iterator[None]:
-        """A SIGTERM while the block runs raises at once (where stopping anywhere is safe)."""
-        self.raise_now = True
+    def deferred(self) -> Iterator[None]:
+        """A SIGTERM while the block runs only asks the flow to stop at its next safe point."""
+        self.raise_now = False
         try:
             yield
         finally:
-            self.raise_now = False
+            self.raise_now = True
 
     def watch(self, pool: FilePool | None) -> None:
         """Stop `pool` on SIGTERM (at once if one came already)."""
