@@ -1,18 +1,19 @@
-"""Flow `ingest`: discover → plan against the manifest → parse → chunk (→ embed) → land, per new
-or changed file → remove deleted files → index (Chroma, BM25) → finish the run's record.
+"""Flow `ingest`: discover → plan against the manifest → per batch of new or changed files: parse →
+chunk (worker processes) → land (one DuckDB transaction) → embed + index while the next batches
+parse → remove deleted files → index the rest (Chroma, BM25) → finish the run's record.
 
 Re-ingestion (SPEC §2 item 11): the per-KB manifest (DuckDB table `manifest`, keyed by path +
 MD5 + pipeline settings) lets an unchanged file skip every stage; a changed file's new chunks are
-built first and swapped in one DuckDB transaction (with its manifest row), then Chroma is
-upserted before its stale ids are pruned, then BM25 is rebuilt — never delete-before-build; a file
-gone from a given folder is deleted from every store. Each file fails on its own: the failure is
-recorded in `ingest_failures` and the run goes on. Tasks pass paths and ids, not tables; the run's
-bookkeeping is `tasks.ingest.ledger`, the task runners (default, Dask) are `flows.runners`.
+built first and swapped in (with its manifest row) in one transaction, then Chroma is upserted
+before its stale ids are pruned, then BM25 is rebuilt — never delete-before-build; a file gone
+from a given folder is deleted from every store. Each file fails on its own (also past its time
+limit): recorded in `ingest_failures`, the run goes on. Bookkeeping: `tasks.ingest.ledger`; worker
+processes: `tasks.ingest.workers`; task runners (default, Dask) and progress: `flows.runners`.
 
 One ingest writes to a home at a time (`tasks.common.lock`). A run killed at any point and run again
-converges to the state of an uninterrupted run: landing is per document and atomic, the index
-stage re-indexes what DuckDB holds and Chroma lacks, and deletes what Chroma holds and DuckDB
-does not.
+converges to an uninterrupted run's state: landing is atomic per batch (or document), the index
+stage re-indexes what DuckDB holds and Chroma lacks, and deletes what Chroma holds and DuckDB does
+not. SIGTERM stops a run at its next batch (workers terminated, what landed stays).
 """
 from __future__ import annotations
 
@@ -24,56 +25,51 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
-from flows.runners import FileTasks, file_stages, final_state, task_runner_for
+from flows.runners import BatchProgress, BatchTasks, artifact_key, batch_stages, final_state, min_batches,
+                          task_runner_for
 from schemas.chunk import chunks_path
+from schemas.errors import IngestInterruptedError
 from schemas.settings import Settings, check_kb_name, load_settings
 from tasks.common.lock import write_lock
 from tasks.common.progress import track
-from tasks.index.sync import IndexSummary, rebuild_bm25, remove_document, sync_indexes
+from tasks.index.sync import IndexSummary, Indexer, rebuild_bm25, remove_document, sync_indexes
 from tasks.ingest import manifest as mf
-from tasks.ingest.chunk import chunk_document
-from tasks.ingest.discover import SourceFile, discover
-from tasks.ingest.land import LandedChunks, land_document, remove_deleted
+from tasks.ingest.discover import discover
+from tasks.ingest.index_stream import IndexStream
+from tasks.ingest.land import remove_deleted
 from tasks.ingest.ledger import IngestLedger, IngestSummary
-from tasks.ingest.parse import ParsedOutput, parse_source
+from tasks.ingest.workers import Interruption, Prepared, collect_batch, land_batch, plan_batches, prepare_batch
 from warehouse import db
-
 
 # The pure functions of tasks/ as Prefect tasks (no cache: a file's stages are keyed by its MD5).
 discover_task = task(discover, name="discover", cache_policy=NO_CACHE)
-parse_task = task(parse_source, name="parse", cache_policy=NO_CACHE)
-# DuckDB is a single file: a transient lock (a concurrent `kbflow sql`) is worth a retry.
-land_task = task(land_document, name="land", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=2)
+collect_task = task(collect_batch, name="parse-chunk", cache_policy=NO_CACHE)
+prepare_task = task(prepare_batch, name="parse-chunk", cache_policy=NO_CACHE)
+land_task = task(land_batch, name="land", cache_policy=NO_CACHE)
 remove_deleted_task = task(remove_deleted, name="remove-deleted", cache_policy=NO_CACHE)
 
 
-@task(name="chunk", cache_policy=NO_CACHE)
-def chunk_task(src: SourceFile, parsed: ParsedOutput, kb: str, settings: Settings) -> LandedChunks:
-    return chunk_document(src, parsed.parsed_dir, kb, settings)
-
-
 @task(name="embed", cache_policy=NO_CACHE)
-def embed_task(chunked: LandedChunks, model: str, settings: Settings) -> int:
-    """Put a document's vectors into the shared embedding cache (on a Dask worker); return how many
-    texts were encoded. The flow's index stage then finds them there instead of encoding."""
-    # imported here, not at module level: a task's function reaches a worker by value (cloudpickle),
-    # so only a module's own globals (the worker's one loaded model) outlive a single call
+def embed_task(prepared: list[Prepared], model: str, settings: Settings) -> int:
+    """Put a batch's vectors into the shared embedding cache (on a Dask worker, which keeps its one
+    model in a module global: imported here, since this function reaches it by value); return how
+    many texts were encoded. The flow's index stage then finds them there instead of encoding."""
     from tasks.index.sync import warm_embedding_cache
 
-    return warm_embedding_cache(settings, chunked.chunks_path, model)
+    return sum(warm_embedding_cache(settings, p.chunked.chunks_path, model) for p in prepared if p.ok)
 
 
 @task(name="index", cache_policy=NO_CACHE)
 def index_task(kb: str, landed: list[tuple[str, Path]], settings: Settings, force_bm25: bool = False,
-               run_id: str = "") -> tuple[IndexSummary, dict[str, str]]:
-    """`sync_indexes` (Chroma, BM25, repairs); the indexed documents' manifest rows become `indexed`.
-    Returns the summary and, per source, the error of a document that failed to index."""
-    summary, errors, indexed = sync_indexes(settings, kb, landed, force_bm25=force_bm25)
+               run_id: str = "", indexer: Indexer | None = None) -> tuple[IndexSummary, dict[str, str], list[str]]:
+    """`sync_indexes` (Chroma, BM25, repairs) after what `indexer` did while parsing went on; the
+    indexed documents' manifest rows become `indexed`. Returns the summary, errors, sources indexed."""
+    summary, errors, indexed = sync_indexes(settings, kb, landed, force_bm25=force_bm25, indexer=indexer)
     db.mark_indexed(settings.db_path, kb, indexed, run_id)
-    return summary, errors
+    return summary, errors, indexed
 
 
-FILE_TASKS = FileTasks(parse_task, chunk_task, embed_task)  # a file's stages, inline or on Dask
+BATCH_TASKS = BatchTasks(collect_task, prepare_task, embed_task)  # a batch's stages, in worker processes or on Dask
 
 
 @flow(name="ingest", log_prints=False)
@@ -91,49 +87,53 @@ def ingest(paths: list[str], kb: str, home: str | None = None, runner: str | Non
     task_runner = task_runner_for(runner, dask_address or settings.runtime.dask_address, settings.runtime.dask_workers)
     run_id = uuid.uuid4().hex[:12]
     wait = settings.runtime.ingest_lock_wait_s if lock_wait_s is None else lock_wait_s
-    with write_lock(settings.home, kb=kb, run_id=run_id, wait_s=wait):
+    with write_lock(settings.home, kb=kb, run_id=run_id, wait_s=wait), Interruption().active() as stop:
         ledger = IngestLedger(settings, kb, run_id, runner, flow_run.id or "", get_run_logger())
         manifest = ledger.open()
         with track("discover") as discovering:
             found = discover_task(paths, settings)
-            discovering.set(len(found.sources) + len(found.rejected), total=len(found.sources) + len(found.rejected))
+            discovering.set(n := len(found.sources) + len(found.rejected), total=n)
         ledger.discovered(found)
         plan = mf.plan_reingest(paths, found, manifest, db.landed_documents(settings.db_path, kb),
                                 ledger.pipeline_key)
         ledger.planned(plan)
 
-        with (file_stages(task_runner, FILE_TASKS, plan.todo, kb, settings) as stages,
-              track("land", total=len(plan.todo), unit="files") as landing):
-            for i, todo in enumerate(plan.todo):
-                stage = "parse"
-                try:
-                    parsed = stages.parse(i, todo.src)
-                    stage = "chunk"
-                    chunked = stages.chunk(i, todo.src, parsed)
-                    stage = "land"
-                    land_task(todo.src, parsed, chunked, kb, run_id, settings, ledger.pipeline_key)
-                except Exception as exc:  # one file's failure (even a bug in a stage) must not lose the others
-                    ledger.failed(todo.src, stage, exc)
-                else:
-                    ledger.landed(todo, parsed, chunked, stages.embedded(i))
-                landing.advance()
+        batches = plan_batches(plan.todo, settings, min_batches(task_runner, settings))
+        with (BatchProgress(kb, len(plan.todo)) as progress, IndexStream(settings, kb, stop.requested) as stream,
+              stop.deferred(),  # a SIGTERM from here lets the batch being landed finish
+              batch_stages(task_runner, BATCH_TASKS, batches, kb, settings, progress.parsed) as stages):
+            stop.watch(getattr(stages, "pool", None))
+            for i in range(len(batches)):
+                prepared = stages.prepare(i)
+                errors = land_task(prepared, kb, run_id, settings, ledger.pipeline_key)
+                landed = ledger.batch(prepared, errors, stages.embedded(i))
+                stream.put(landed)  # embedded while the workers parse the next batches
+                progress.batch(len(prepared), len(landed), stages.parsed_here)
+                if stop.requested.is_set():
+                    break
         ledger.save_notes()
+        if stop.requested.is_set():
+            ledger.finish(interrupted=True)
+            stop.check()
         if plan.removed:
             ledger.removed(plan.removed, remove_deleted_task(settings, kb, plan.removed, plan.held_sources))
 
-        # unchanged files whose landing never reached Chroma (an index failure or a kill) go again
-        to_index = ledger.landed_files + [(src.source, chunks_path(settings.chunks_dir, kb, src.md5))
-                                          for src, _ in plan.reindex]
+        # what the stream failed to index, and unchanged files whose landing never reached Chroma
+        to_index = [(source, path) for source, path in ledger.landed_files if source in stream.errors]
+        to_index += [(src.source, chunks_path(settings.chunks_dir, kb, src.md5)) for src, _ in plan.reindex]
         try:
-            index, errors = index_task(kb, to_index, settings, force_bm25=bool(ledger.landed_files or plan.removed),
-                                       run_id=run_id)
+            index, errors, indexed = index_task(kb, to_index, settings, run_id=run_id, indexer=stream.indexer,
+                                                force_bm25=bool(ledger.landed_files or plan.removed))
+        except IngestInterruptedError:  # a SIGTERM: the next run repairs the indexes
+            ledger.finish(interrupted=True)
+            raise
         except Exception as exc:  # e.g. no embedding model: the landed rows stay; the next run indexes them
-            index, errors = None, {"*": f"{type(exc).__name__}: {exc}"[:500]}
-        ledger.indexed(index, errors)
+            index, errors, indexed = None, {"*": f"{type(exc).__name__}: {exc}"[:500]}, []
+        ledger.indexed(index, {**{s: e for s, e in stream.errors.items() if s not in indexed}, **errors})
 
         ledger.finish()
-        create_table_artifact(key=f"ingest-{kb}".lower().replace("_", "-").replace(".", "-"),
-                              table=ledger.summary.outcome_rows(), description=ledger.summary.headline)
+        create_table_artifact(key=artifact_key("ingest", kb), table=ledger.summary.outcome_rows(),
+                              description=ledger.summary.headline)
     return final_state(ledger.summary)  # Failed when every file failed
 
 

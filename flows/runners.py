@@ -1,11 +1,13 @@
-"""Task runners of the ingest flow: how each file's parse → chunk (→ embed) chain is executed.
+"""Task runners of the ingest flow: how each batch of files' parse → chunk (→ embed) is executed.
 
-`default` runs every task in the flow process, one file after the other. `dask` (the optional
-`[dask]` extra) submits each file's parse → chunk → embed chain to a Dask cluster — a LocalCluster
-of worker processes, or an existing scheduler (`dask_address`) — and the flow lands the results in
-its own process as they arrive: DuckDB has one writer, and Chroma and BM25 are written only by the
-flow. Embedding on the workers fills the shared on-disk embedding cache, so the index stage only
-reads vectors. Workers must see the home at the same path (one machine, or a shared filesystem).
+`default` gives the files to the process's worker processes (`tasks.ingest.workers.FilePool`,
+one per core, a time limit per file) and collects each batch in one task run. `dask` (the optional
+`[dask]` extra) submits each batch's prepare → embed tasks to a Dask cluster — a LocalCluster
+of worker processes, or an existing scheduler (`dask_address`). Either way the flow lands the
+batches in its own process as they arrive: DuckDB has one writer, and Chroma and BM25 are written
+only by the flow. Embedding on the Dask workers fills the shared on-disk embedding cache, so the
+index stage only reads vectors. Workers must see the home at the same path (one machine, or a
+shared filesystem).
 
 The flow starts the Dask runner itself (for the CLI and deployments alike), and only when there is
 something to parse.
@@ -13,6 +15,7 @@ something to parse.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -22,10 +25,9 @@ from prefect.context import FlowRunContext
 
 from schemas.errors import ExtraNotInstalledError, InvalidValueError
 from schemas.settings import Settings
-from tasks.ingest.discover import SourceFile
-from tasks.ingest.land import LandedChunks
+from tasks.common.progress import Tracker
 from tasks.ingest.manifest import Todo
-from tasks.ingest.parse import ParsedOutput
+from tasks.ingest.workers import Prepared, file_pool, worker_count
 
 RUNNERS = ("default", "dask")
 # no square brackets: the CLI prints errors through rich, which would take "[dask]" for markup
@@ -71,49 +73,52 @@ def task_runner_for(runner: str, dask_address: str, workers: int):
 
 
 @dataclass(frozen=True)
-class FileTasks:
-    """The flow's tasks for one file's stages (passed in: this module does not import the flow)."""
+class BatchTasks:
+    """The flow's tasks for a batch of files (passed in: this module does not import the flow)."""
 
-    parse: Task  # (src, settings) -> ParsedOutput
-    chunk: Task  # (src, parsed, kb, settings) -> LandedChunks
-    embed: Task  # (chunked, model, settings) -> texts encoded
+    collect: Task  # (pool, batch, futures, settings) -> list[Prepared]: from the worker processes
+    prepare: Task  # (batch, kb, settings) -> list[Prepared]: in the task's own process (a Dask worker)
+    embed: Task  # (prepared, model, settings) -> texts encoded
 
 
-class Inline:
-    """Each file's stages called in the flow process, one file after the other."""
+class Pooled:
+    """Every batch's files given to the worker processes at once (they parse ahead while the flow
+    lands and embeds); batch i's results are collected, in file order, by one task run."""
 
-    def __init__(self, tasks: FileTasks, kb: str, settings: Settings):
-        self.tasks, self.kb, self.settings = tasks, kb, settings
+    parsed_here = False  # the workers report each file as it finishes (`on_parsed`)
 
-    def parse(self, i: int, src: SourceFile) -> ParsedOutput:
-        return self.tasks.parse(src, self.settings)
+    def __init__(self, tasks: BatchTasks, batches: list[list[Todo]], kb: str, settings: Settings, on_parsed=None):
+        self.tasks, self.batches, self.settings = tasks, batches, settings
+        self.pool = file_pool(settings)
+        self.futures = [self.pool.submit(batch, kb, settings) for batch in batches]
+        for future in (f for futures in self.futures for f in futures) if on_parsed else ():
+            future.add_done_callback(on_parsed)
 
-    def chunk(self, i: int, src: SourceFile, parsed: ParsedOutput) -> LandedChunks:
-        return self.tasks.chunk(src, parsed, self.kb, self.settings)
+    def prepare(self, i: int) -> list[Prepared]:
+        return self.tasks.collect(self.pool, self.batches[i], self.futures[i], self.settings)
 
     def embedded(self, i: int) -> int:
         return 0
 
 
 class Submitted:
-    """Every file's parse → chunk (→ embed) chain submitted to a task runner at once; results are
-    taken in file order, so landing order (and the outcome table) is the default runner's."""
+    """Every batch's prepare (→ embed) task submitted to a task runner at once; results are taken
+    in batch order, so landing order (and the outcome table) is the default runner's. (The per-file
+    time limit needs a process per file: on Dask, a worker's own limits apply.)"""
 
-    def __init__(self, runner, tasks: FileTasks, todo: list[Todo], kb: str, settings: Settings, model: str | None):
-        self.parsed, self.chunked, self.embeds = [], [], []
-        for t in todo:
-            p = runner.submit(tasks.parse, {"src": t.src, "settings": settings})
-            c = runner.submit(tasks.chunk, {"src": t.src, "parsed": p, "kb": kb, "settings": settings})
-            self.parsed.append(p)
-            self.chunked.append(c)
-            self.embeds.append(runner.submit(tasks.embed, {"chunked": c, "model": model, "settings": settings})
+    parsed_here = True
+
+    def __init__(self, runner, tasks: BatchTasks, batches: list[list[Todo]], kb: str, settings: Settings,
+                 model: str | None):
+        self.prepared, self.embeds, self.pool = [], [], None
+        for batch in batches:
+            p = runner.submit(tasks.prepare, {"batch": batch, "kb": kb, "settings": settings})
+            self.prepared.append(p)
+            self.embeds.append(runner.submit(tasks.embed, {"prepared": p, "model": model, "settings": settings})
                                if model else None)
 
-    def parse(self, i: int, src: SourceFile) -> ParsedOutput:
-        return self.parsed[i].result()
-
-    def chunk(self, i: int, src: SourceFile, parsed: ParsedOutput) -> LandedChunks:
-        return self.chunked[i].result()
+    def prepare(self, i: int) -> list[Prepared]:
+        return self.prepared[i].result()
 
     def embedded(self, i: int) -> int:
         if self.embeds[i] is None:
@@ -136,16 +141,67 @@ def _worker_model(settings: Settings) -> str | None:
         return None
 
 
+def min_batches(task_runner, settings: Settings) -> int:
+    """Batches enough for each worker to have two (so a small run lands and embeds its first batches
+    while the workers parse the others)."""
+    return 2 * (settings.runtime.dask_workers if task_runner is not None else worker_count(settings))
+
+
 @contextlib.contextmanager
-def file_stages(task_runner, tasks: FileTasks, todo: list[Todo], kb: str,
-                settings: Settings) -> Iterator[Inline | Submitted]:
-    """The executor of the files' stages: on `task_runner` (started here, stopped when the block
-    ends) when it is given and there is work, else inline."""
-    if task_runner is None or not todo:
-        yield Inline(tasks, kb, settings)
-        return
-    with task_runner:
-        yield Submitted(task_runner, tasks, todo, kb, settings, _worker_model(settings))
+def batch_stages(task_runner, tasks: BatchTasks, batches: list[list[Todo]], kb: str, settings: Settings,
+                 on_parsed=None) -> Iterator[Pooled | Submitted | None]:
+    """The executor of the batches' parse → chunk: on `task_runner` (started here, stopped when the
+    block ends) when it is given, else in the worker processes (`on_parsed` called as each file
+    finishes); None when there is no work."""
+    if not batches:
+        yield None
+    elif task_runner is None:
+        yield Pooled(tasks, batches, kb, settings, on_parsed)
+    else:
+        with task_runner:
+            yield Submitted(task_runner, tasks, batches, kb, settings, _worker_model(settings))
+
+
+class BatchProgress:
+    """The ingest's progress per stage — files parsed (as each finishes), files landed (per batch) —
+    for the CLI's bars (`tasks.common.progress`), and the flow run's progress artifact, updated
+    once per batch (not per file: a 50,000-file run makes a few hundred updates)."""
+
+    def __init__(self, kb: str, files: int):
+        from prefect.artifacts import create_progress_artifact
+
+        self.files, self.landed, self.failed = files, 0, 0
+        self.parsing, self.landing = Tracker("parse", files, "files"), Tracker("land", files, "files")
+        self.artifact = create_progress_artifact(0.0, key=artifact_key("ingest-progress", kb),
+                                                 description=f"0 of {files} files landed") if files else None
+
+    def parsed(self, _future=None) -> None:
+        self.parsing.advance()
+
+    def batch(self, files: int, landed: int, parsed_here: bool) -> None:
+        from prefect.artifacts import update_progress_artifact
+
+        if parsed_here:  # (the worker processes report each file as it finishes)
+            self.parsing.advance(files)
+        self.landing.advance(files)
+        self.landed, self.failed = self.landed + landed, self.failed + files - landed
+        if self.artifact is not None:
+            done = self.landing.done
+            rate = done / max(1e-9, time.perf_counter() - self.landing.started)
+            update_progress_artifact(self.artifact, 100.0 * done / self.files, description=(
+                f"{self.landed} landed, {self.failed} failed of {self.files} files ({rate:.1f} files/s)"))
+
+    def __enter__(self) -> BatchProgress:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.parsing.finish()
+        self.landing.finish()
+
+
+def artifact_key(prefix: str, kb: str) -> str:
+    """A Prefect artifact key (lowercase letters, digits, dashes) for a knowledge base."""
+    return f"{prefix}-{kb}".lower().replace("_", "-").replace(".", "-")
 
 
 def final_state(summary: Any) -> Any:

@@ -10,6 +10,7 @@ reaches the command line (flows/cli.py prints the message on one line and return
 - 5 `ServiceError`: an outside service (the LLM endpoint) failed or refused
 - 6 `NotFoundError`: the knowledge base, run id or warehouse named does not exist here
 - 7 `OutputRefusedError`: `--out` would overwrite kbflow's state or a file it did not write (`--force`)
+- 143 `IngestInterruptedError`: the run was stopped by SIGTERM (128 + 15, as a shell reports it)
 - 130: interrupted (Ctrl-C); any other code is a bug (run again with `--debug` for the traceback)
 """
 from typing import ClassVar
@@ -92,6 +93,10 @@ class ImportFormatError(ParseError):
 
 class UnsafeArchiveError(ImportFormatError):
     """A zip entry would be written outside its target folder."""
+
+
+class FileTimeLimitError(ParseError):
+    """Parsing and chunking the file took longer than the `file_time_limit_s` setting allows."""
 
 
 class NormalizeError(KbflowError):
@@ -277,3 +282,9 @@ class LLMUnavailableError(LLMError):
 
 class LLMResponseError(LLMError):
     """The endpoint answered 200 with something that is not a chat completion (or an empty answer)."""
+
+
+class IngestInterruptedError(UserError):
+    """An ingest stopped by SIGTERM at a safe point: what was landed stays, the next run goes on."""
+
+    exit_code = 143

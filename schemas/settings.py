@@ -180,6 +180,11 @@ class RuntimeSettings:
     # ours: how the embedding model computes (tasks.index.embed.PRECISIONS): "auto" = bf16 weights where
     # the CPU has AMX or AVX-512 BF16 (the same vectors: cosine to fp32 >= 0.9999), fp32 elsewhere
     embedding_precision: str = "auto"
+    # ingest at scale (tasks/ingest/workers.py): files go through parse → chunk → land in batches
+    ingest_batch_files: int = 256  # files per batch at most (one Prefect task run and one DuckDB transaction)
+    ingest_batch_mb: float = 64.0  # and source bytes per batch at most (a batch holds at least one file)
+    ingest_workers: int = 0  # parse/chunk worker processes; 0 = one per core
+    file_time_limit_s: float = 900.0  # a file's parse + chunk taking longer fails (worker killed); 0 = no limit
 
 
 # group name → its settings class, in kbflow.toml's order ([ingest], [index], ...)

@@ -115,9 +115,13 @@ def _replace_run_row(con: duckdb.DuckDBPyConnection, table: str, run: Any, schem
 
 
 def _upsert_manifest(con: duckdb.DuckDBPyConnection, entries: list[ManifestEntry]) -> None:
-    for entry in entries:
-        con.execute("DELETE FROM manifest WHERE kb = ? AND path = ?", [entry.kb, entry.path])
-    _insert(con, "manifest", pa.Table.from_pylist([asdict(e) for e in entries], schema=MANIFEST_SCHEMA))
+    rows = pa.Table.from_pylist([asdict(e) for e in entries], schema=MANIFEST_SCHEMA)
+    con.register("_keys", rows.select(["kb", "path"]))
+    try:  # one statement for the whole list, not one DELETE per row
+        con.execute("DELETE FROM manifest m USING _keys k WHERE m.kb = k.kb AND m.path = k.path")
+    finally:
+        con.unregister("_keys")
+    _insert(con, "manifest", rows)
 
 
 def replace_document(db_path: Path, document: Document, chunks_parquet: Path,
@@ -140,6 +144,33 @@ def replace_document(db_path: Path, document: Document, chunks_parquet: Path,
         if manifest is not None:
             _upsert_manifest(con, [manifest])
     return [md5 for md5 in old if md5 != document.doc_md5]
+
+
+def replace_documents(db_path: Path, documents: list[Document], chunks_parquet: list[Path],
+                      manifest: list[ManifestEntry]) -> dict[str, list[str]]:
+    """`replace_document` for many documents in ONE transaction (Arrow tables for the keys, the
+    documents and the manifest rows; one read of all their Parquet files): all of them, or none.
+    Returns source → the MD5s of the versions each replaced. Sources and MD5s must be distinct."""
+    docs = pa.Table.from_pylist([asdict(d) for d in documents], schema=DOCUMENT_SCHEMA)
+    with transaction(db_path) as con:
+        con.register("_new", docs.select(["kb", "doc_md5", "source"]))
+        try:
+            old = con.execute("SELECT n.source, d.doc_md5 FROM documents d JOIN _new n ON d.kb = n.kb "
+                              "AND (d.doc_md5 = n.doc_md5 OR d.source = n.source)").fetchall()
+            for table in ("chunks", "documents"):
+                con.execute(f"DELETE FROM {table} t USING _new n WHERE t.kb = n.kb "
+                            "AND (t.doc_md5 = n.doc_md5 OR t.source = n.source)")
+        finally:
+            con.unregister("_new")
+        _insert_chunk_files(con, chunks_parquet)
+        _insert(con, "documents", docs)
+        _upsert_manifest(con, manifest)
+    new_md5 = {d.source: d.doc_md5 for d in documents}
+    replaced: dict[str, list[str]] = {d.source: [] for d in documents}
+    for source, md5 in old:
+        if md5 != new_md5[source] and md5 not in replaced[source]:
+            replaced[source].append(md5)
+    return replaced
 
 
 def insert_chunk_files(db_path: Path, parquet_files: list[Path]) -> None:

@@ -27,9 +27,10 @@ def atomic_path(path: Path) -> Iterator[Path]:
         tmp.unlink(missing_ok=True)
 
 
-def write_parquet(table: pa.Table, path: Path) -> Path:
+def write_parquet(table: pa.Table, path: Path, **options) -> Path:
+    """`table` as Parquet at `path`, atomically; zstd unless `options` say otherwise."""
     with atomic_path(path) as tmp:
-        pq.write_table(table, tmp, compression="zstd")
+        pq.write_table(table, tmp, **{"compression": "zstd", **options})
     return path
 
 

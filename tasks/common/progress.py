@@ -54,11 +54,11 @@ class Tracker:
     def __init__(self, stage: str, total: int | None, unit: str):
         self.stage, self.total, self.unit = stage, total, unit
         self.done = 0
-        self._started = time.perf_counter()
+        self.started = time.perf_counter()
         self._lock = threading.Lock()
 
     def _emit(self, finished: bool = False) -> None:
-        update = Update(self.stage, self.done, self.total, self.unit, time.perf_counter() - self._started, finished)
+        update = Update(self.stage, self.done, self.total, self.unit, time.perf_counter() - self.started, finished)
         with _lock:
             listeners = list(_listeners)
         for listener in listeners:

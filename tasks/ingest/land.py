@@ -1,14 +1,17 @@
 """Land: a document's chunks as one Parquet file, written atomically (temp file + rename), then
-swapped into DuckDB with its document and manifest rows in one transaction; and the removal of
+swapped into DuckDB with its document and manifest rows in one transaction — a batch of documents
+in one transaction, falling back to one per document when the batch fails; and the removal of
 files gone from the folders they were found in."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from schemas.arrow import to_table
 from schemas.chunk import Chunk, chunks_path
+from schemas.errors import WarehouseBusyError
 from schemas.ingest import Document, ManifestEntry
 from schemas.settings import Settings
 from tasks.common.files import write_parquet
@@ -34,14 +37,20 @@ class LandedChunks:
     enrich_fallbacks: int = 0
 
 
+# Below this many bytes of chunk rows, a document's Parquet is written plain: zstd, statistics and
+# dictionaries cost ~20 ms per file (bench/ingest_scale.py --parquet) and save nothing on a few rows.
+PLAIN_PARQUET_BYTES = 64 * 1024
+
+
 def write_chunks(chunks: list[Chunk], path: Path) -> Path:
-    return write_parquet(to_table(chunks, Chunk), path)
+    table = to_table(chunks, Chunk)
+    if table.nbytes < PLAIN_PARQUET_BYTES:
+        return write_parquet(table, path, compression="none", write_statistics=False, use_dictionary=False)
+    return write_parquet(table, path)
 
 
-def land_document(src: SourceFile, parsed: ParsedOutput, chunked: LandedChunks, kb: str, run_id: str,
-                  settings: Settings, pipeline_key: str = "") -> list[str]:
-    """Swap the document's new rows and its manifest row (status `landed`) in, in one transaction;
-    then delete the Parquet files of the versions it replaced. Returns their MD5s."""
+def _rows(src: SourceFile, parsed: ParsedOutput, chunked: LandedChunks, kb: str, run_id: str,
+          pipeline_key: str) -> tuple[Document, ManifestEntry]:
     now = datetime.now(timezone.utc)
     document = Document(
         kb=kb, doc_md5=src.md5, source=src.source, path=str(src.path), doc_type=src.doc_type,
@@ -53,10 +62,58 @@ def land_document(src: SourceFile, parsed: ParsedOutput, chunked: LandedChunks, 
     )
     entry = ManifestEntry(kb, str(src.path), src.source, src.md5, LANDED, chunked.chunk_count, pipeline_key,
                           run_id, now)
+    return document, entry
+
+
+def land_document(src: SourceFile, parsed: ParsedOutput, chunked: LandedChunks, kb: str, run_id: str,
+                  settings: Settings, pipeline_key: str = "") -> list[str]:
+    """Swap the document's new rows and its manifest row (status `landed`) in, in one transaction;
+    then delete the Parquet files of the versions it replaced. Returns their MD5s."""
+    document, entry = _rows(src, parsed, chunked, kb, run_id, pipeline_key)
     replaced = db.replace_document(settings.db_path, document, chunked.chunks_path, entry)
     for old_md5 in replaced:  # the old version's Parquet goes only after the new rows committed
         chunks_path(settings.chunks_dir, kb, old_md5).unlink(missing_ok=True)
     return replaced
+
+
+def _retry_busy(write, attempts: int = 3, delay_s: float = 2.0):
+    """DuckDB is a single file: a transient lock (a concurrent `kbflow sql`) is worth a retry."""
+    for attempt in range(attempts):
+        try:
+            return write()
+        except WarehouseBusyError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(delay_s)
+
+
+def land_documents(items: list[tuple[SourceFile, ParsedOutput, LandedChunks]], kb: str, run_id: str,
+                   settings: Settings, pipeline_key: str = "") -> dict[str, Exception]:
+    """Land many documents in one DuckDB transaction (each with its manifest row); when that fails
+    (one bad Parquet file, a repeated MD5), land them one by one, so a bad document fails alone.
+    Returns source → the error of each document that did not land (its old version stays whole)."""
+    new_md5s = {src.md5 for src, _, _ in items}
+    if len(items) > 1 and len(new_md5s) == len(items):  # (a batch cannot order two versions of one content)
+        rows = [_rows(src, parsed, chunked, kb, run_id, pipeline_key) for src, parsed, chunked in items]
+        try:
+            replaced = _retry_busy(lambda: db.replace_documents(
+                settings.db_path, [d for d, _ in rows], [chunked.chunks_path for _, _, chunked in items],
+                [e for _, e in rows]))
+        except Exception:  # rolled back as a whole: one by one below
+            pass
+        else:
+            for old_md5s in replaced.values():  # the old versions' Parquet goes only after the commit
+                for old_md5 in old_md5s:
+                    if old_md5 not in new_md5s:  # (content that moved to another name in this batch stays)
+                        chunks_path(settings.chunks_dir, kb, old_md5).unlink(missing_ok=True)
+            return {}
+    errors: dict[str, Exception] = {}
+    for src, parsed, chunked in items:
+        try:
+            _retry_busy(lambda: land_document(src, parsed, chunked, kb, run_id, settings, pipeline_key))
+        except Exception as exc:  # this document alone: the others land
+            errors[src.source] = exc
+    return errors
 
 
 def remove_deleted(settings: Settings, kb: str, entries: list[ManifestEntry], held: set[str]) -> dict[str, str]:

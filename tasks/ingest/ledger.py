@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from schemas.errors import KbflowError
 from schemas.ingest import IngestFailure, IngestRun, ManifestEntry
 from schemas.settings import Settings
 from tasks.index.sync import IndexSummary
@@ -20,6 +19,7 @@ from tasks.ingest import manifest as mf
 from tasks.ingest.discover import Discovery, Rejection, SourceFile
 from tasks.ingest.land import LandedChunks
 from tasks.ingest.parse import ParsedOutput
+from tasks.ingest.workers import Prepared, describe_failure
 from warehouse import db
 
 
@@ -162,19 +162,40 @@ class IngestLedger:
 
     def failed(self, src: SourceFile, stage: str, exc: Exception) -> None:
         """A file whose parse, chunk or land stage raised (the run goes on with the others)."""
-        if isinstance(exc, KbflowError):  # a parse error names its own stage (e.g. normalize)
-            stage, reason = exc.stage if stage == "parse" else stage, exc.reason
-        else:  # an unexpected bug in one file's stage
-            reason = str(exc)[:500] or type(exc).__name__
-        self.fail(str(src.path), src.md5, stage, type(exc).__name__, reason, src.source)
+        self.file_failed(src, *describe_failure(stage, exc))
+
+    def file_failed(self, src: SourceFile, stage: str, kind: str, reason: str) -> None:
+        self.fail(str(src.path), src.md5, stage, kind, reason, src.source)
         self._note(str(src.path), src.source, src.md5, mf.FAILED, reason)
 
+    def batch(self, prepared: list[Prepared], errors: dict[str, Exception], embedded: int = 0) -> list[tuple[str, Path]]:
+        """A batch of files after landing: each landed, or failed at its stage (`errors`: at landing);
+        a file a stop left unfinished gets no row (the next run does it). `embedded`: texts a Dask
+        worker encoded for the batch. Returns the (source, chunks Parquet) of the files landed."""
+        landed = []
+        self.summary.index.embedded += embedded
+        for p in prepared:
+            if p.stage == "interrupted":
+                continue
+            if not p.ok:
+                self.file_failed(p.todo.src, p.stage, p.error_kind, p.reason)
+            elif p.todo.src.source in errors:
+                self.failed(p.todo.src, "land", errors[p.todo.src.source])
+            else:
+                self.landed(p.todo, p.parsed, p.chunked)
+                landed.append((p.todo.src.source, p.chunked.chunks_path))
+        if prepared:
+            self.log.info("landed %d of %d files (%d chunks) in one batch; %d landed so far", len(landed),
+                          len(prepared), sum(p.chunked.chunk_count for p in prepared if p.ok), len(self.landed_files))
+        return landed
+
     def landed(self, todo: mf.Todo, parsed: ParsedOutput, chunked: LandedChunks, embedded: int = 0) -> None:
-        """A file landed in DuckDB; `embedded`: texts a Dask worker encoded for it."""
+        """A file landed in DuckDB; `embedded`: texts a Dask worker encoded for it. (Logged at debug
+        level: a run of 50,000 files must not print a line per file; `batch` logs one per batch.)"""
         src = todo.src
         self.summary.index.embedded += embedded
-        self.log.info("%s: %s, %d chunks (%s, %s)", src.source, todo.change, chunked.chunk_count, parsed.key.backend,
-                      "cached parse" if parsed.cached else f"parsed in {parsed.seconds:.1f}s")
+        self.log.debug("%s: %s, %d chunks (%s, %s)", src.source, todo.change, chunked.chunk_count, parsed.key.backend,
+                       "cached parse" if parsed.cached else f"parsed in {parsed.seconds:.1f}s")
         self.summary.outcomes.append(FileOutcome(src.source, "landed", chunked.chunk_count, parsed.seconds,
                                                  parsed.cached, change=todo.change))
         self.run.enrich_calls += chunked.enrich_calls
@@ -213,8 +234,9 @@ class IngestLedger:
             if outcome.status in ("landed", "skipped") and source in (outcome.source, "*"):
                 outcome.reason = f"not indexed: {reason}"
 
-    def finish(self) -> IngestRun:
-        """Record the failures and the run's final row (totals, status); log the run's summary line."""
+    def finish(self, interrupted: bool = False) -> IngestRun:
+        """Record the failures and the run's final row (totals, status); log the run's summary line.
+        `interrupted`: stopped by SIGTERM at a safe point (the next run completes its work)."""
         db.record_failures(self.db_path, self.failures)
         run, s = self.run, self.summary
         run.files_landed, run.files_failed = s.landed, s.failed
@@ -224,7 +246,8 @@ class IngestLedger:
         run.chunks_landed = sum(o.chunks for o in s.outcomes if o.status == "landed")
         run.chunks_indexed, run.chunks_embedded = s.index.chunks, s.index.embedded
         run.finished_at = _now()
-        run.status = "completed" if not self.failures else "completed_with_failures"
+        run.status = ("interrupted" if interrupted else "completed" if not self.failures
+                      else "completed_with_failures")
         db.save_run(self.db_path, run)
         self.log.info("kb %r: %d added, %d changed, %d unchanged (skipped), %d removed, %d failed or rejected",
                       self.kb, s.added, s.changed, s.skipped, s.removed, s.failed)

@@ -122,9 +122,9 @@ def test_kill_9_mid_run_then_rerun_converges(reference, corpus, tmp_path):
     _seed(home, reference)
     parquet_dir = home / "chunks" / f"kb={KB}"
 
-    # 1. killed while landing: a few documents are in DuckDB, nothing is indexed yet
+    # 1. killed while landing: a batch or two of documents are in DuckDB (and maybe some in Chroma)
     proc = _spawn(home, corpus, log)
-    _kill_when(proc, lambda: len(list(parquet_dir.glob("*.parquet"))) >= 3, log, "three documents were chunked")
+    _kill_when(proc, lambda: "in one batch;" in log.read_text(errors="replace"), log, "the first batch landed")
     landed = db.query(home / "kbflow.duckdb", "SELECT count(*) FROM documents")[1][0][0]
     assert 1 <= landed < len(reference["documents"])
     assert db.query(home / "kbflow.duckdb", "SELECT status FROM ingest_runs")[1] == [("running",)]

@@ -51,7 +51,7 @@ def test_ingest_lands_good_files_and_records_bad_ones(prefect_harness, tmp_path)
         f"{md5}.parquet" for (md5,) in db.query(w, "SELECT doc_md5 FROM documents")[1])
     # progress of the long stages: paths found, files through parse → chunk → land, chunks embedded
     done = {u.stage: (u.done, u.total, u.unit) for u in updates if u.finished}
-    assert done == {"discover": (7, 7, "files"), "land": (4, 4, "files"),
+    assert done == {"discover": (7, 7, "files"), "parse": (4, 4, "files"), "land": (4, 4, "files"),
                     "embed": (sum(docs.values()), sum(docs.values()), "chunks")}
 
 

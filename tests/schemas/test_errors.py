@@ -1,6 +1,6 @@
 """One error hierarchy: every failure a user can act on carries its CLI exit code, and `kbflow`
 maps exceptions to exit codes by class (1 per-file, 2 usage, 3 busy, 4 setup, 5 service, 6 not found,
-7 output refused; the last two are kinds of usage error)."""
+7 output refused (the last two are kinds of usage error), 143 stopped by SIGTERM)."""
 from __future__ import annotations
 
 import ast
@@ -12,12 +12,12 @@ import pytest
 
 from flows.cli import main
 from schemas import errors
-from schemas.errors import (BusyError, KbflowError, NotFoundError, OutputRefusedError, ServiceError, SetupError,
-                            UsageError, UserError)
+from schemas.errors import (BusyError, IngestInterruptedError, KbflowError, NotFoundError, OutputRefusedError,
+                            ServiceError, SetupError, UsageError, UserError)
 
 REPO = Path(__file__).resolve().parents[2]
 FAMILIES = {KbflowError: 1, UsageError: 2, BusyError: 3, SetupError: 4, ServiceError: 5, NotFoundError: 6,
-            OutputRefusedError: 7}
+            OutputRefusedError: 7, IngestInterruptedError: 143}
 ERRORS = [c for _, c in inspect.getmembers(errors, inspect.isclass)
           if issubclass(c, BaseException) and c.__module__ == errors.__name__ and c is not UserError]
 
