@@ -25,8 +25,8 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
-from flows.runners import BatchProgress, BatchTasks, artifact_key, batch_stages, final_state, min_batches,
-                          task_runner_for
+from flows.runners import BatchProgress, BatchTasks, batch_stages, final_state, min_batches, task_runner_for
+from tasks.common.display import artifact_key
 from schemas.chunk import chunks_path
 from schemas.errors import IngestInterruptedError
 from schemas.settings import Settings, check_kb_name, load_settings

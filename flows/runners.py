@@ -25,6 +25,7 @@ from prefect.context import FlowRunContext
 
 from schemas.errors import ExtraNotInstalledError, InvalidValueError
 from schemas.settings import Settings
+from tasks.common.display import artifact_key
 from tasks.common.progress import Tracker
 from tasks.ingest.manifest import Todo
 from tasks.ingest.workers import Prepared, file_pool, worker_count
@@ -197,11 +198,6 @@ class BatchProgress:
     def __exit__(self, *exc) -> None:
         self.parsing.finish()
         self.landing.finish()
-
-
-def artifact_key(prefix: str, kb: str) -> str:
-    """A Prefect artifact key (lowercase letters, digits, dashes) for a knowledge base."""
-    return f"{prefix}-{kb}".lower().replace("_", "-").replace(".", "-")
 
 
 def final_state(summary: Any) -> Any:
