@@ -27,12 +27,11 @@ from tasks.common.files import write_parquet
 from tasks.common.progress import track
 from tasks.qa.answer import Answerer, cosine_floor
 from tasks.qa.batch import (BatchParts, BatchStats, QASummary, RetrievalOptions, answer_batch, finish_run,
-                            load_retriever, new_run, new_run_id, out_path_for, question_batches, run_table,
-                            write_results)
+                            land_run, load_retriever, new_run, new_run_id, open_run, out_path_for, qa_scope,
+                            question_batches, run_table, write_results)
 from tasks.qa.questions import QuestionSet, read_questions
 from tasks.qa.retriever import Retriever
 from tasks.qa.types import MODES
-from warehouse import db
 
 
 @task(name="read-questions", cache_policy=NO_CACHE)
@@ -54,10 +53,9 @@ def qa_batch_task(index: int, questions: list[Question], retriever: Retriever, a
                       write_parquet(to_table(traces, QATrace), parts_dir / f"traces-{index:05d}.parquet"), stats)
 
 
-# DuckDB is a single file: a transient lock (a concurrent `kbflow sql`) is worth a retry.
 @task(name="land-qa", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=2)
 def land_qa_task(settings: Settings, run: QARun, parts: list[BatchParts]) -> None:
-    db.land_qa(settings.db_path, run, [p.results for p in parts], [p.traces for p in parts])
+    land_run(settings, run, [p.results for p in parts], [p.traces for p in parts])
 
 
 @task(name="write-results", cache_policy=NO_CACHE)
@@ -72,9 +70,8 @@ def run_batch_qa(qset: QuestionSet, retriever: Retriever, answerer: Answerer, se
     logger = get_run_logger()
     run = new_run(qset, retriever, answerer, settings, run_id=run_id, out_path=out_path, options=options,
                   flow_run_id=flow_run.id or "")
-    db.save_qa_run(settings.db_path, run)
+    parts_dir = open_run(settings, run)  # its row (running), its alive lock, its part files' folder
     batches = question_batches(qset.questions, settings.runtime.qa_batch_size)
-    parts_dir = settings.home / "qa" / "runs" / run_id
     futures = qa_batch_task.map(list(range(len(batches))), batches, unmapped(retriever), unmapped(answerer),
                                 unmapped(settings), unmapped(run_id), unmapped(options),
                                 unmapped(cosine_floor(settings, run.embedding_model)), unmapped(parts_dir))
@@ -116,5 +113,6 @@ def batch_qa(questions: str, kb: str, home: str | None = None, out: str | None =
     run_id = new_run_id()
     out_path = out_path_for(settings, run_id, out)
     qset = read_questions_task(questions)
-    return run_batch_qa(qset, load_retriever(settings, kb), Answerer(settings), settings, run_id=run_id,
-                        out_path=out_path, options=RetrievalOptions(mode=mode, sources=sources, section=section))
+    with qa_scope(settings):  # dead runs marked interrupted; one published generation read throughout
+        return run_batch_qa(qset, load_retriever(settings, kb), Answerer(settings), settings, run_id=run_id,
+                            out_path=out_path, options=RetrievalOptions(mode=mode, sources=sources, section=section))

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 from rich.console import Console
 from rich.table import Table
 
-from schemas.errors import QueryError, UserError, WarehouseError
+from schemas.errors import IndexIncompleteError, QueryError, UserError, WarehouseError
 from schemas.settings import load_settings
 
 console = Console(width=None if sys.stdout.isatty() else 160)
@@ -79,10 +79,14 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     settings = load_settings(args.home)
     if not (args.wait if args.wait is not None else settings.runtime.ingest_lock_wait_s):
         check_free(settings.home, kb=args.kb)  # refuse before a flow run (and a server) is started
+    incomplete = None
     with progress_display():
-        summary = ingest(paths=[str(p) for p in args.paths], kb=args.kb, home=args.home,
-                         runner=args.runner or settings.runtime.task_runner, dask_address=args.dask_address,
-                         lock_wait_s=args.wait)
+        try:
+            summary = ingest(paths=[str(p) for p in args.paths], kb=args.kb, home=args.home,
+                             runner=args.runner or settings.runtime.task_runner, dask_address=args.dask_address,
+                             lock_wait_s=args.wait)
+        except IndexIncompleteError as exc:  # landed, not all indexed: print the outcomes, then fail
+            summary, incomplete = exc.summary, exc
     rows = [(o.source, o.status if o.status != "landed" else f"landed ({o.change})", o.chunks,
              f"{o.parse_seconds:.2f}" if o.status == "landed" else "", "yes" if o.parse_cached else "", o.reason)
             for o in summary.outcomes]
@@ -95,6 +99,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     idx = summary.index
     console.print(f"indexed {idx.chunks} chunks of {idx.documents} documents into Chroma ({idx.embedded} newly "
                   f"embedded, {idx.removed} stale removed); BM25 holds {idx.bm25_chunks} chunks")
+    if incomplete is not None:
+        print(f"error: {incomplete}", file=sys.stderr)
+        return incomplete.exit_code
     done = summary.landed + summary.skipped + summary.removed
     return 0 if done or not summary.outcomes else 1
 

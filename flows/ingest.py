@@ -29,11 +29,11 @@ from schemas.chunk import chunks_path
 from schemas.settings import Settings, check_kb_name, load_settings
 from tasks.common.lock import write_lock
 from tasks.common.progress import track
-from tasks.index.sync import IndexSummary, rebuild_bm25, remove_document, sync_indexes
+from tasks.index.sync import IndexSummary, sync_indexes
 from tasks.ingest import manifest as mf
 from tasks.ingest.chunk import chunk_document
 from tasks.ingest.discover import SourceFile, discover
-from tasks.ingest.land import LandedChunks, land_document, remove_deleted
+from tasks.ingest.land import LandedChunks, land_document, remove_deleted, remove_sources
 from tasks.ingest.ledger import IngestLedger, IngestSummary
 from tasks.ingest.parse import ParsedOutput, parse_source
 from warehouse import db
@@ -131,9 +131,10 @@ def ingest(paths: list[str], kb: str, home: str | None = None, runner: str | Non
             index, errors = None, {"*": f"{type(exc).__name__}: {exc}"[:500]}
         ledger.indexed(index, errors)
 
-        ledger.finish()
+        ledger.finish()  # and publishes what readers see from now on
         create_table_artifact(key=f"ingest-{kb}".lower().replace("_", "-").replace(".", "-"),
                               table=ledger.summary.outcome_rows(), description=ledger.summary.headline)
+        ledger.raise_if_unindexed()  # landed but not indexed: the run is not Completed
     return ledger.summary
 
 
@@ -144,7 +145,6 @@ def remove(sources: list[str], kb: str, home: str | None = None, lock_wait_s: fl
     settings = load_settings(home)
     wait = settings.runtime.ingest_lock_wait_s if lock_wait_s is None else lock_wait_s
     with write_lock(settings.home, kb=kb, run_id="", wait_s=wait, what="rm"):
-        removed = {source: remove_document(settings, kb, source) for source in sources}
-        rebuild_bm25(settings, kb)
+        removed = remove_sources(settings, kb, sources)
     get_run_logger().info("removed %s from kb %r", removed, kb)
     return removed

@@ -65,6 +65,15 @@ class EncryptedFileError(RejectedFileError):
     """A password-protected PDF or Office file: decrypt it (e.g. `qpdf --decrypt`) and ingest the copy."""
 
 
+class IndexIncompleteError(KbflowError):
+    """An ingest landed its files but some never reached Chroma/BM25 (e.g. a full disk): the run's
+    Prefect state is Failed and `kbflow ingest` exits 1; the next run indexes them. `summary` is
+    the run's IngestSummary (in the raising process only)."""
+
+    stage = "index"
+    summary = None
+
+
 class ParseError(KbflowError):
     """The parser ran and failed on this file."""
 

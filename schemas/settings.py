@@ -171,6 +171,9 @@ class RuntimeSettings:
     task_runner: str = "default"  # "default" (in the flow process) or "dask" (needs the [dask] extra)
     dask_address: str = ""  # "" = a LocalCluster; "tcp://host:8786" = an existing Dask scheduler
     dask_workers: int = 2  # LocalCluster worker processes (one thread each)
+    warehouse_wait_s: float = 60.0  # wait this long for another process's DuckDB transaction (--wait: longer)
+    max_unpacked_mb: float = 512.0  # an Office/zip input whose members unpack to more is rejected (zip bombs)
+    max_zip_members: int = 10000  # ... or that holds more members than this
 
 
 # group name → its settings class, in kbflow.toml's order ([ingest], [index], ...)

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from schemas.errors import KbflowError
+from schemas.errors import IndexIncompleteError, KbflowError
 from schemas.ingest import IngestFailure, IngestRun, ManifestEntry
 from schemas.settings import Settings
+from tasks.index import snapshot
 from tasks.index.sync import IndexSummary
 from tasks.ingest import manifest as mf
 from tasks.ingest.discover import Discovery, Rejection, SourceFile
@@ -92,7 +93,8 @@ class IngestLedger:
 
     def __init__(self, settings: Settings, kb: str, run_id: str, runner: str = "default", flow_run_id: str = "",
                  log: logging.Logger | logging.LoggerAdapter | None = None):
-        self.db_path, self.home, self.kb = settings.db_path, settings.home, kb
+        self.db_path, self.home, self.kb, self.settings = settings.db_path, settings.home, kb, settings
+        db.set_busy_wait(settings.runtime.warehouse_wait_s)
         self.pipeline_key = mf.pipeline_key(settings)
         self.log = log or logging.getLogger("kbflow.ingest")
         self.run = IngestRun(run_id=run_id, kb=kb, flow_run_id=flow_run_id, started_at=_now(), finished_at=None,
@@ -226,6 +228,16 @@ class IngestLedger:
         run.finished_at = _now()
         run.status = "completed" if not self.failures else "completed_with_failures"
         db.save_run(self.db_path, run)
+        snapshot.publish(self.settings)
         self.log.info("kb %r: %d added, %d changed, %d unchanged (skipped), %d removed, %d failed or rejected",
                       self.kb, s.added, s.changed, s.skipped, s.removed, s.failed)
         return run
+
+    def raise_if_unindexed(self) -> None:
+        """Documents that landed but never reached the indexes fail the run (exit 1, Prefect Failed)."""
+        unindexed = [f for f in self.failures if f.stage == "index"]
+        if unindexed:
+            exc = IndexIncompleteError(self.kb, f"{len(unindexed)} document(s) landed but not indexed "
+                                                f"({unindexed[0].reason}); the next `kbflow ingest` indexes them")
+            exc.summary = self.summary
+            raise exc
