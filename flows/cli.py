@@ -5,6 +5,7 @@ import argparse
 import contextlib
 import csv
 import json
+import os
 import sys
 from collections.abc import Iterator
 from datetime import date, datetime
@@ -245,6 +246,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kbflow", description="Batch, offline RAG data pipeline on Prefect 3.")
     parser.add_argument("--home", help="state directory (default: $KBFLOW_HOME or ./.kbflow)")
+    parser.add_argument("--config", help="a settings file applied over HOME/kbflow.toml (default: $KBFLOW_CONFIG)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("ingest", help="parse, chunk and land documents into a knowledge base")
@@ -311,6 +313,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.config:  # flows load their settings themselves: the file reaches them through the environment
+        os.environ["KBFLOW_CONFIG"] = str(Path(args.config).expanduser().resolve())
     try:
         return args.func(args)
     except UserError as exc:  # anything else is a bug: its traceback is what a report needs

@@ -95,7 +95,7 @@ def ingest(paths: list[str], kb: str, home: str | None = None, runner: str | Non
         ledger = IngestLedger(settings, kb, run_id, runner, flow_run.id or "", get_run_logger())
         manifest = ledger.open()
         with track("discover") as discovering:
-            found = discover_task(paths, settings)
+            found = discover_task(paths, settings, ledger.source_root(paths, manifest))
             discovering.set(len(found.sources) + len(found.rejected), total=len(found.sources) + len(found.rejected))
         ledger.discovered(found)
         plan = mf.plan_reingest(paths, found, manifest, db.landed_documents(settings.db_path, kb),

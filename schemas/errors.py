@@ -57,6 +57,10 @@ class CorruptFileError(RejectedFileError): ...
 class DuplicateFileError(RejectedFileError): ...
 
 
+class ArchiveTooLargeError(RejectedFileError):
+    """An Office/zip input whose directory promises too much unpacked data or too many members."""
+
+
 class SymlinkLoopError(RejectedFileError):
     """A symbolic link that resolves to itself (directly or through other links)."""
 

@@ -19,8 +19,8 @@ import pyarrow as pa
 
 from schemas.chunk import CHUNK_SCHEMA
 from schemas.errors import WarehouseBusyError, WarehouseMissingError
-from schemas.ingest import (DOCUMENT_SCHEMA, INGEST_FAILURE_SCHEMA, INGEST_RUN_SCHEMA, MANIFEST_SCHEMA, Document,
-                            IngestFailure, IngestRun, ManifestEntry)
+from schemas.ingest import (DOCUMENT_SCHEMA, INGEST_FAILURE_SCHEMA, INGEST_RUN_SCHEMA, KB_ROOT_SCHEMA, MANIFEST_SCHEMA,
+                            Document, IngestFailure, IngestRun, KBRoot, ManifestEntry)
 from schemas.qa import QA_METRIC_SCHEMA, QA_RESULT_SCHEMA, QA_RUN_SCHEMA, QA_TRACE_SCHEMA, QAMetric, QARun
 from tasks.common.lock import held_wait
 from warehouse import published
@@ -35,6 +35,7 @@ TABLES: dict[str, pa.Schema] = {
     "qa_results": QA_RESULT_SCHEMA,
     "qa_traces": QA_TRACE_SCHEMA,
     "qa_metrics": QA_METRIC_SCHEMA,
+    "kb_roots": KB_ROOT_SCHEMA,
 }
 VIEW_FILES = ("views.sql", "quality.sql", "qa.sql")  # executed in this order
 
@@ -198,6 +199,9 @@ def replace_document(db_path: Path, document: Document, chunks_parquet: Path,
         _insert_chunk_files(con, [chunks_parquet])
         _insert(con, "documents", pa.Table.from_pylist([asdict(document)], schema=DOCUMENT_SCHEMA))
         if manifest is not None:
+            # a renamed (moved) file: the landed row of its old path describes the version just replaced
+            con.execute("DELETE FROM manifest WHERE kb = ? AND md5 = ? AND path <> ? AND status IN ('landed', 'indexed')",
+                        [manifest.kb, manifest.md5, manifest.path])
             _upsert_manifest(con, [manifest])
     return [md5 for md5 in old if md5 != document.doc_md5]
 
@@ -282,6 +286,21 @@ def load_manifest(db_path: Path, kb: str) -> list[ManifestEntry]:
     entries += [ManifestEntry(kb, path, source, md5, "landed", count, "", run_id, at)
                 for path, source, md5, count, run_id, at in rows if path not in known]
     return entries
+
+
+def kb_root(db_path: Path, kb: str) -> str | None:
+    """The recorded root of `kb`'s source names, None before its first ingest (or in an older home)."""
+    if not db_path.exists():
+        return None
+    with connect(db_path) as con:  # a writer's read (creates the table in an older warehouse)
+        row = con.execute("SELECT root FROM kb_roots WHERE kb = ? ORDER BY recorded_at DESC LIMIT 1", [kb]).fetchone()
+    return row[0] if row else None
+
+
+def record_kb_root(db_path: Path, root: KBRoot) -> None:
+    with transaction(db_path) as con:
+        con.execute("DELETE FROM kb_roots WHERE kb = ?", [root.kb])
+        _insert(con, "kb_roots", pa.Table.from_pylist([asdict(root)], schema=KB_ROOT_SCHEMA))
 
 
 def landed_documents(db_path: Path, kb: str) -> dict[str, tuple[str, str]]:

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from schemas.errors import IndexIncompleteError, KbflowError
-from schemas.ingest import IngestFailure, IngestRun, ManifestEntry
+from schemas.ingest import IngestFailure, IngestRun, KBRoot, ManifestEntry
 from schemas.settings import Settings
 from tasks.index import snapshot
 from tasks.index.sync import IndexSummary
@@ -58,6 +58,10 @@ class IngestSummary:
     @property
     def changed(self) -> int:
         return sum(o.status == "landed" and o.change == mf.CHANGED for o in self.outcomes)
+
+    @property
+    def renamed(self) -> int:  # moved files: the same document under a new name
+        return sum(o.status == "landed" and o.change == mf.RENAMED for o in self.outcomes)
 
     @property
     def skipped(self) -> int:
@@ -118,6 +122,15 @@ class IngestLedger:
         self._by_path = {e.path: e for e in manifest}
         return manifest
 
+    def source_root(self, paths: list[str], manifest: list[ManifestEntry]) -> Path:
+        """The KB's root for source names (`mf.resolve_root`), recorded when it is new or changed."""
+        recorded = db.kb_root(self.db_path, self.kb)
+        root = mf.resolve_root(paths, manifest, recorded, self.settings.runtime.source_root)
+        if str(root) != recorded:
+            db.record_kb_root(self.db_path, KBRoot(self.kb, str(root), _now()))
+            self.log.info("kb %r: source names are relative to %s", self.kb, root)
+        return root
+
     def fail(self, path: str, md5: str, stage: str, kind: str, reason: str, source: str) -> None:
         """A failure row and the file's outcome: `rejected` at discovery, `failed` at a later stage."""
         self.log.warning("%s: %s (%s)", path, reason, kind)
@@ -146,6 +159,11 @@ class IngestLedger:
     def planned(self, plan: mf.Plan) -> None:
         """What the plan settles before any parsing: folders kept, unchanged files, duplicates."""
         self._reindexed = len(plan.reindex)
+        rechunk = sum(1 for t in plan.todo if (e := self._by_path.get(str(t.src.path))) is not None
+                      and e.md5 == t.src.md5 and e.pipeline_key and e.pipeline_key != self.pipeline_key)
+        if rechunk:  # said before any work starts: the operator can stop it
+            self.log.warning("settings that shape chunks or vectors ([ingest], [index], [llm]) changed since the last "
+                             "ingest of kb %r: %d document(s) will be re-chunked and re-embedded", self.kb, rechunk)
         for root in plan.kept_roots:
             self.log.warning("%s found no files: nothing under it is removed from kb %r (an unmounted share must "
                              "not empty the KB; use `kbflow rm` to delete documents)", root, self.kb)

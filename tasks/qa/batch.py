@@ -29,6 +29,7 @@ from schemas.errors import InvalidValueError
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, QA_RESULT_SCHEMA, InvalidRow, QAResult, QARun, QATrace, Question
 from schemas.settings import Settings
 from tasks.common.files import atomic_path, write_parquet
+from tasks.common.http import safe_url
 from tasks.common.lock import is_dead, run_alive
 from tasks.qa.answer import Answerer, confidence, confidence_instruction, grade_evidence, result_record
 from tasks.qa.context import Context, contexts_for, expand_batch
@@ -284,8 +285,10 @@ def settings_used(settings: Settings, options: RetrievalOptions) -> Settings:
 
 
 def settings_json(settings: Settings) -> str:
-    # Settings hold no secrets (keys come from the environment only)
-    values = {k: (str(v) if isinstance(v, Path) else v) for k, v in settings.flat().items()}
+    # Keys come from the environment only; a URL setting may still carry credentials (user:password@,
+    # ?api_key=...): stored without user info, query and fragment.
+    values = {k: (str(v) if isinstance(v, Path) else safe_url(v) if k.endswith("_url") and v else v)
+              for k, v in settings.flat().items()}
     return json.dumps(values, ensure_ascii=False, sort_keys=True)
 
 
