@@ -27,8 +27,8 @@ from tasks.common.files import write_parquet
 from tasks.common.progress import track
 from tasks.qa.answer import Answerer, cosine_floor
 from tasks.qa.batch import (BatchParts, BatchStats, QASummary, RetrievalOptions, answer_batch, finish_run,
-                            land_run, load_retriever, new_run, new_run_id, open_run, out_path_for, qa_scope,
-                            question_batches, run_table, write_results)
+                            land_run, landing_note, load_retriever, new_run, new_run_id, open_run, out_path_for,
+                            qa_scope, question_batches, run_table, write_results)
 from tasks.qa.questions import QuestionSet, read_questions
 from tasks.qa.retriever import Retriever
 from tasks.qa.types import MODES
@@ -99,7 +99,7 @@ def run_batch_qa(qset: QuestionSet, retriever: Retriever, answerer: Answerer, se
                     f"SQL: SELECT * FROM qa_results WHERE run_id = '{run.run_id}'")
     logger.info("batch QA run %s: %d questions, %d answered, %d insufficient, %d invalid rows; results in %s",
                 run_id, run.questions, run.answered, run.insufficient, run.invalid_rows, out_path)
-    return QASummary(run, str(out_path), qset.invalid)
+    return QASummary(run, str(out_path), qset.invalid, landing_note(settings))
 
 
 @flow(name="batch_qa", log_prints=False, task_runner=ThreadPoolTaskRunner(max_workers=2))

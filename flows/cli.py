@@ -213,6 +213,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
         console.print(f"[yellow]skipped[/yellow] line {bad.line}: {bad.reason}")
     if len(summary.invalid) > 20:
         console.print(f"… and {len(summary.invalid) - 20} more invalid rows (qa_runs.invalid_reasons)")
+    if summary.note:
+        console.print(f"note: {summary.note}")
     console.print(f"results: {summary.out_path}; traces: kbflow sql \"SELECT * FROM qa_traces WHERE run_id = "
                   f"'{run.run_id}'\"")
     return 0 if run.status == "completed" and run.questions else 1

@@ -93,6 +93,7 @@ class QASummary:
     run: QARun
     out_path: str
     invalid: list[InvalidRow] = field(default_factory=list)
+    note: str = ""  # e.g. a read-only home: nothing landed in the warehouse
 
 
 # ------------------------------------------------------------------------------------------------
@@ -254,6 +255,11 @@ def open_run(settings: Settings, run: QARun) -> Path:
         _alive.pop(run.run_id).close()
         raise
     return settings.home / "qa" / "runs" / run.run_id
+
+
+def landing_note(settings: Settings) -> str:
+    return "" if home_writable(settings) else (f"{settings.home} is read-only: results not landed in the warehouse "
+                                               "(they are in the results file)")
 
 
 def land_run(settings: Settings, run: QARun, results: list[Path], traces: list[Path]) -> None:
