@@ -30,23 +30,30 @@ VECTORS, BM25 = "vectors", "bm25"
 META_FIELDS = ("source", "chunk_type", "status")
 
 
-def publish(settings: Settings) -> Path | None:
+def publish(settings: Settings, kb: str | None = None) -> Path | None:
     """Publish a full generation (warehouse, vectors, BM25) of the home; the caller holds the write
-    lock. None when the warehouse stayed busy (the readers keep the previous generation)."""
+    lock. `kb`: only its vectors changed (the others are linked from the previous generation).
+    None when the warehouse stayed busy (the readers keep the previous generation)."""
     if not settings.db_path.exists():
         return None
-    return published.publish(settings.db_path, indexes=lambda folder: write_indexes(settings, folder))
+    previous = published.current(settings.db_path)
+    return published.publish(settings.db_path, indexes=lambda folder: write_indexes(settings, folder, kb, previous))
 
 
-def write_indexes(settings: Settings, folder: Path) -> None:
+def write_indexes(settings: Settings, folder: Path, kb: str | None = None, previous: Path | None = None) -> None:
     (folder / VECTORS).mkdir()
     client = vector_index.client(settings)
     prefix = vector_index.collection_name("")
     for col in client.list_collections():
-        name = getattr(col, "name", col)
-        if not str(name).startswith(prefix):
+        name = str(getattr(col, "name", col))
+        if not name.startswith(prefix):
             continue
-        export_vectors(client.get_collection(name), folder / VECTORS / f"{str(name)[len(prefix):]}.parquet")
+        target = folder / VECTORS / f"{name[len(prefix):]}.parquet"
+        unchanged = previous / VECTORS / target.name if previous is not None else None
+        if kb is not None and name != vector_index.collection_name(kb) and unchanged and unchanged.is_file():
+            _link_or_copy(str(unchanged), str(target))
+        else:
+            export_vectors(client.get_collection(name), target)
     (folder / BM25).mkdir()
     if settings.bm25_dir.is_dir():
         for kb_dir in settings.bm25_dir.iterdir():

@@ -86,5 +86,5 @@ def remove_sources(settings: Settings, kb: str, sources: list[str]) -> dict[str,
     see (the caller holds the write lock). Returns the Chroma chunks removed per source."""
     removed = {source: remove_document(settings, kb, source) for source in sources}
     rebuild_bm25(settings, kb)
-    snapshot.publish(settings)
+    snapshot.publish(settings, kb)
     return removed

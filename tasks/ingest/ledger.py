@@ -246,7 +246,7 @@ class IngestLedger:
         run.finished_at = _now()
         run.status = "completed" if not self.failures else "completed_with_failures"
         db.save_run(self.db_path, run)
-        snapshot.publish(self.settings)
+        snapshot.publish(self.settings, self.kb)
         self.log.info("kb %r: %d added, %d changed, %d unchanged (skipped), %d removed, %d failed or rejected",
                       self.kb, s.added, s.changed, s.skipped, s.removed, s.failed)
         return run
