@@ -177,10 +177,11 @@ INDEX_FOLDERS = ("vectors", "bm25")
 def _link_indexes(source: Path, target: Path) -> None:
     for name in INDEX_FOLDERS:
         if (source / name).is_dir():
-            shutil.copytree(source / name, target / name, copy_function=_link_or_copy)
+            shutil.copytree(source / name, target / name, copy_function=link_or_copy)
 
 
-def _link_or_copy(src: str, dst: str) -> None:
+def link_or_copy(src: str, dst: str) -> None:
+    """Hard-link a file of a generation (they are never changed in place), copying across devices."""
     try:
         os.link(src, dst)
     except OSError:

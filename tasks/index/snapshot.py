@@ -13,7 +13,6 @@ directly) falls back to the live collection, opened without creating anything.
 """
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -51,7 +50,7 @@ def write_indexes(settings: Settings, folder: Path, kb: str | None = None, previ
         target = folder / VECTORS / f"{name[len(prefix):]}.parquet"
         unchanged = previous / VECTORS / target.name if previous is not None else None
         if kb is not None and name != vector_index.collection_name(kb) and unchanged and unchanged.is_file():
-            _link_or_copy(str(unchanged), str(target))
+            published.link_or_copy(str(unchanged), str(target))
         else:
             export_vectors(client.get_collection(name), target)
     (folder / BM25).mkdir()
@@ -61,15 +60,8 @@ def write_indexes(settings: Settings, folder: Path, kb: str | None = None, previ
             if current.is_file():
                 version = current.read_text(encoding="utf-8").strip()
                 target = folder / BM25 / kb_dir.name
-                shutil.copytree(kb_dir / version, target / version, copy_function=_link_or_copy)
+                shutil.copytree(kb_dir / version, target / version, copy_function=published.link_or_copy)
                 shutil.copy2(current, target / "CURRENT")
-
-
-def _link_or_copy(src: str, dst: str) -> None:
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copy2(src, dst)
 
 
 def export_vectors(col, path: Path) -> None:
