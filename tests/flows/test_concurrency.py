@@ -13,8 +13,6 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
-
 from flows.batch_qa import batch_qa
 from flows.ingest import ingest
 from tasks.common.progress import listening

@@ -62,10 +62,9 @@ def test_same_name_in_two_folders_and_a_moved_folder_in_a_home_made_by_main(pref
         assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-2000:]
     else:
         ingest(paths=[str(corpus / "dept_a")], kb=KB, home=str(home))
-        db.query(home / "kbflow.duckdb", "SELECT 1")  # (no root recorded by main: drop ours)
-        with db.transaction(home / "kbflow.duckdb") as con:
+        with db.transaction(home / "kbflow.duckdb") as con:  # main records no root: forget ours
             con.execute("DELETE FROM kb_roots")
-    assert _rows(home, "SELECT source FROM documents")== [("说明.md",)]
+    assert _rows(home, "SELECT source FROM documents") == [("说明.md",)]
 
     # the other department's file of the same name, in a separate run: both survive, each its own name
     second = ingest(paths=[str(corpus / "dept_b")], kb=KB, home=str(home))
