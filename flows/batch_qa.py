@@ -26,12 +26,11 @@ from tasks.common.files import write_parquet
 from tasks.common.progress import track
 from tasks.qa.answer import Answerer, cosine_floor
 from tasks.qa.batch import (BatchParts, BatchStats, QASummary, RetrievalOptions, answer_batch, finish_run,
-                            load_retriever, new_run, new_run_id, out_path_for, question_batches, run_table,
-                            write_results)
+                            land_run, landing_note, load_retriever, new_run, new_run_id, open_run, out_path_for,
+                            qa_scope, question_batches, run_table, write_results)
 from tasks.qa.questions import QuestionSet, read_questions
 from tasks.qa.retriever import Retriever
 from tasks.qa.types import MODES
-from warehouse import db
 
 
 @task(name="read-questions", cache_policy=NO_CACHE)
@@ -53,10 +52,9 @@ def qa_batch_task(index: int, questions: list[Question], retriever: Retriever, a
                       write_parquet(to_table(traces, QATrace), parts_dir / f"traces-{index:05d}.parquet"), stats)
 
 
-# DuckDB is a single file: a transient lock (a concurrent `kbflow sql`) is worth a retry.
 @task(name="land-qa", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=2)
 def land_qa_task(settings: Settings, run: QARun, parts: list[BatchParts]) -> None:
-    db.land_qa(settings.db_path, run, [p.results for p in parts], [p.traces for p in parts])
+    land_run(settings, run, [p.results for p in parts], [p.traces for p in parts])
 
 
 @task(name="write-results", cache_policy=NO_CACHE)
@@ -71,9 +69,8 @@ def run_batch_qa(qset: QuestionSet, retriever: Retriever, answerer: Answerer, se
     logger = get_run_logger()
     run = new_run(qset, retriever, answerer, settings, run_id=run_id, out_path=out_path, options=options,
                   flow_run_id=flow_run.id or "")
-    db.save_qa_run(settings.db_path, run)
+    parts_dir = open_run(settings, run)  # its row (running), its alive lock, its part files' folder
     batches = question_batches(qset.questions, settings.runtime.qa_batch_size)
-    parts_dir = settings.home / "qa" / "runs" / run_id
     futures = qa_batch_task.map(list(range(len(batches))), batches, unmapped(retriever), unmapped(answerer),
                                 unmapped(settings), unmapped(run_id), unmapped(options),
                                 unmapped(cosine_floor(settings, run.embedding_model)), unmapped(parts_dir))
@@ -99,9 +96,9 @@ def run_batch_qa(qset: QuestionSet, retriever: Retriever, answerer: Answerer, se
         key=artifact or artifact_key("batch-qa", run.kb), table=run_table(run, qset.invalid),
         description=f"kbflow batch QA run {run.run_id} on kb {run.kb!r} ({run.mode}): results in {run.out_path}; "
                     f"SQL: SELECT * FROM qa_results WHERE run_id = '{run.run_id}'")
-    logger.info("batch QA run %s: %d questions, %d answered, %d insufficient, %d invalid rows; results in %s", run_id,
-                run.questions, run.answered, run.insufficient, run.invalid_rows, out_path)
-    return QASummary(run, str(out_path), qset.invalid)
+    logger.info("batch QA run %s: %d questions, %d answered, %d insufficient, %d invalid rows; results in %s",
+                run_id, run.questions, run.answered, run.insufficient, run.invalid_rows, out_path)
+    return QASummary(run, str(out_path), qset.invalid, landing_note(settings))
 
 
 @flow(name="batch_qa", log_prints=False, task_runner=ThreadPoolTaskRunner(max_workers=2))
@@ -115,6 +112,7 @@ def batch_qa(questions: str, kb: str, home: str | None = None, out: str | None =
     run_id = new_run_id()
     out_path = out_path_for(settings, run_id, out)
     qset = read_questions_task(questions)
-    retriever = load_retriever(settings, kb, embedder=embedder_for(settings))  # None unless warmed (bm25: never)
-    return run_batch_qa(qset, retriever, Answerer(settings), settings, run_id=run_id,
-                        out_path=out_path, options=RetrievalOptions(mode=mode, sources=sources, section=section))
+    with qa_scope(settings):  # dead runs marked interrupted; one published generation read throughout
+        retriever = load_retriever(settings, kb, embedder=embedder_for(settings))  # None unless warmed
+        return run_batch_qa(qset, retriever, Answerer(settings), settings, run_id=run_id,
+                            out_path=out_path, options=RetrievalOptions(mode=mode, sources=sources, section=section))

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Sequence
 
 from flows.terminal import console, print_json, print_rows, progress_display
-from schemas.errors import QueryError, UserError, WarehouseError
+from schemas.errors import IndexIncompleteError, QueryError, UserError, WarehouseError
 from schemas.settings import load_settings
 
 EXIT_CODES = {
@@ -74,8 +74,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         state = ingest(paths=[str(p) for p in args.paths], kb=args.kb, home=args.home,
                        runner=args.runner or settings.runtime.task_runner, dask_address=args.dask_address,
                        lock_wait_s=args.wait, return_state=True)
-    summary = state.result(raise_on_failure=False)
-    if isinstance(summary, BaseException):  # the flow itself raised (a busy home, a missing model)
+    summary, incomplete = state.result(raise_on_failure=False), None
+    if isinstance(summary, IndexIncompleteError):  # landed, not all indexed: print the outcomes, then fail
+        summary, incomplete = summary.summary, summary
+    elif isinstance(summary, BaseException):  # the flow itself raised (a busy home, a missing model)
         raise summary
     rows = [(o.source, o.status if o.status != "landed" else f"landed ({o.change})", o.chunks,
              o.parse_seconds if o.status == "landed" else None, "yes" if o.parse_cached else "", o.reason)
@@ -89,6 +91,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     idx = summary.index
     console.print(f"indexed {idx.chunks} chunks of {idx.documents} documents into Chroma ({idx.embedded} newly "
                   f"embedded, {idx.removed} stale removed); BM25 holds {idx.bm25_chunks} chunks")
+    if incomplete is not None:
+        print(f"error: {incomplete}", file=sys.stderr)
+        return incomplete.exit_code
     done = summary.landed + summary.skipped + summary.removed
     return 0 if done or not summary.outcomes else 1
 
@@ -237,6 +242,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
         console.print(f"[yellow]skipped[/yellow] line {bad.line}: {bad.reason}")
     if len(summary.invalid) > 20:
         console.print(f"… and {len(summary.invalid) - 20} more invalid rows (qa_runs.invalid_reasons)")
+    if summary.note:
+        console.print(f"note: {summary.note}")
     console.print(f"results: {summary.out_path}; traces: kbflow sql \"SELECT * FROM qa_traces WHERE run_id = "
                   f"'{run.run_id}'\"", soft_wrap=True)
     return code
@@ -304,6 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks and every log line")
     parser.add_argument("--verbose", "-v", action="store_true",
                         help="show Prefect's and the libraries' log lines and progress bars")
+    parser.add_argument("--config", help="a settings file applied over HOME/kbflow.toml (default: $KBFLOW_CONFIG)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = _sub(sub, "ingest", "parse, chunk and land documents into a knowledge base",
@@ -398,6 +406,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from flows.terminal import quiet_libraries
 
     quiet_libraries(verbose=args.verbose or args.debug, debug=args.debug)
+    if args.config:  # flows load their settings themselves: the file reaches them through the environment
+        os.environ["KBFLOW_CONFIG"] = str(Path(args.config).expanduser().resolve())
     try:
         return args.func(args)
     except UserError as exc:

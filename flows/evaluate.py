@@ -24,7 +24,7 @@ from schemas.qa import QAMetric, QARun, Question
 from schemas.settings import Settings, check_kb_name, load_settings
 from tasks.common.display import artifact_key
 from tasks.qa.answer import Answerer
-from tasks.qa.batch import RetrievalOptions, load_retriever, new_run_id, out_path_for
+from tasks.qa.batch import RetrievalOptions, load_retriever, new_run_id, out_path_for, qa_scope
 from tasks.qa.evaluate import (ABLATION, NO_RERANKER, PIPELINE, EvalConfig, gold_chunk_sets, metric_artifact_table,
                                metrics_out_path, read_chunk_refs, score_run, skipped, write_metrics)
 from warehouse import db
@@ -73,31 +73,32 @@ def evaluate(questions: str, kb: str, home: str | None = None, ablate: bool = Fa
     check_kb_name(kb)
     settings = load_settings(home)
     out_path = metrics_out_path(out)
-    qset = read_questions_task(questions)
-    retriever = load_retriever(settings, kb, embedder=embedder_for(settings))
-    answerer = Answerer(settings)
-    gold = gold_chunks_task(settings, kb, qset.questions)
-    if qset.questions:  # jieba's dictionary and the model's first pass would count against the first config
-        retriever.retrieve_batch([qset.questions[0].question], "hybrid")
+    with qa_scope(settings):  # dead runs marked interrupted; one published generation read throughout
+        qset = read_questions_task(questions)
+        retriever = load_retriever(settings, kb, embedder=embedder_for(settings))
+        answerer = Answerer(settings)
+        gold = gold_chunks_task(settings, kb, qset.questions)
+        if qset.questions:  # jieba's dictionary and the model's first pass would count against the first config
+            retriever.retrieve_batch([qset.questions[0].question], "hybrid")
 
-    eval_id = uuid.uuid4().hex[:12]
-    questions_path = str(Path(qset.path).resolve())
-    metrics: list[QAMetric] = []
-    for config in ABLATION if ablate else (PIPELINE,):
-        if config.needs_reranker and retriever.reranker is None:
-            metrics.append(skipped(eval_id, config.name, kb, questions_path, NO_RERANKER))
-            continue
-        run_id = new_run_id()
-        options = RetrievalOptions(mode=config.mode, rescues=config.rescues, rerank=config.rerank)
-        summary = run_batch_qa(qset, retriever, answerer, settings, run_id=run_id,
-                               out_path=out_path_for(settings, run_id, None), options=options,
-                               artifact=artifact_key("eval", kb, config.name))
-        metrics.append(score_run_task(settings, eval_id, config, summary.run, qset.questions, gold))
-        logger.info("eval %s: %s → batch-QA run %s", eval_id, config.name, run_id)
-    land_metrics_task(settings, metrics)
-    if out_path is not None:
-        write_metrics_task(metrics, out_path)
-    create_table_artifact(
-        key=artifact_key("eval", kb), table=metric_artifact_table(metrics),
-        description=f"kbflow eval {eval_id} on kb {kb!r}; SQL: SELECT * FROM qa_metrics WHERE eval_id = '{eval_id}'")
-    return Evaluation(eval_id, kb, metrics, str(out_path or ""))
+        eval_id = uuid.uuid4().hex[:12]
+        questions_path = str(Path(qset.path).resolve())
+        metrics: list[QAMetric] = []
+        for config in ABLATION if ablate else (PIPELINE,):
+            if config.needs_reranker and retriever.reranker is None:
+                metrics.append(skipped(eval_id, config.name, kb, questions_path, NO_RERANKER))
+                continue
+            run_id = new_run_id()
+            options = RetrievalOptions(mode=config.mode, rescues=config.rescues, rerank=config.rerank)
+            summary = run_batch_qa(qset, retriever, answerer, settings, run_id=run_id,
+                                   out_path=out_path_for(settings, run_id, None), options=options,
+                                   artifact=artifact_key("eval", kb, config.name))
+            metrics.append(score_run_task(settings, eval_id, config, summary.run, qset.questions, gold))
+            logger.info("eval %s: %s → batch-QA run %s", eval_id, config.name, run_id)
+        land_metrics_task(settings, metrics)
+        if out_path is not None:
+            write_metrics_task(metrics, out_path)
+        create_table_artifact(
+            key=artifact_key("eval", kb), table=metric_artifact_table(metrics),
+            description=f"kbflow eval {eval_id} on kb {kb!r}; SQL: SELECT * FROM qa_metrics WHERE eval_id = '{eval_id}'")
+        return Evaluation(eval_id, kb, metrics, str(out_path or ""))

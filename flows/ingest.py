@@ -32,11 +32,11 @@ from schemas.errors import IngestInterruptedError
 from schemas.settings import Settings, check_kb_name, load_settings
 from tasks.common.lock import write_lock
 from tasks.common.progress import track
-from tasks.index.sync import IndexSummary, Indexer, rebuild_bm25, remove_document, sync_indexes
+from tasks.index.sync import IndexSummary, Indexer, sync_indexes
 from tasks.ingest import manifest as mf
 from tasks.ingest.discover import discover
 from tasks.ingest.index_stream import IndexStream
-from tasks.ingest.land import remove_deleted
+from tasks.ingest.land import remove_deleted, remove_sources
 from tasks.ingest.ledger import IngestLedger, IngestSummary
 from tasks.ingest.workers import Interruption, Prepared, collect_batch, land_batch, plan_batches, prepare_batch
 from warehouse import db
@@ -91,7 +91,7 @@ def ingest(paths: list[str], kb: str, home: str | None = None, runner: str | Non
         ledger = IngestLedger(settings, kb, run_id, runner, flow_run.id or "", get_run_logger())
         manifest = ledger.open()
         with track("discover") as discovering:
-            found = discover_task(paths, settings)
+            found = discover_task(paths, settings, ledger.source_root(paths, manifest))
             discovering.set(n := len(found.sources) + len(found.rejected), total=n)
         ledger.discovered(found)
         plan = mf.plan_reingest(paths, found, manifest, db.landed_documents(settings.db_path, kb),
@@ -131,9 +131,10 @@ def ingest(paths: list[str], kb: str, home: str | None = None, runner: str | Non
             index, errors, indexed = None, {"*": f"{type(exc).__name__}: {exc}"[:500]}, []
         ledger.indexed(index, {**{s: e for s, e in stream.errors.items() if s not in indexed}, **errors})
 
-        ledger.finish()
+        ledger.finish()  # and publishes what readers see from now on
         create_table_artifact(key=artifact_key("ingest", kb), table=ledger.summary.outcome_rows(),
                               description=ledger.summary.headline)
+        ledger.raise_if_unindexed()  # landed but not indexed: the run is not Completed
     return final_state(ledger.summary)  # Failed when every file failed
 
 
@@ -144,7 +145,6 @@ def remove(sources: list[str], kb: str, home: str | None = None, lock_wait_s: fl
     settings = load_settings(home)
     wait = settings.runtime.ingest_lock_wait_s if lock_wait_s is None else lock_wait_s
     with write_lock(settings.home, kb=kb, run_id="", wait_s=wait, what="rm"):
-        removed = {source: remove_document(settings, kb, source) for source in sources}
-        rebuild_bm25(settings, kb)
+        removed = remove_sources(settings, kb, sources)
     get_run_logger().info("removed %s from kb %r", removed, kb)
     return removed

@@ -61,12 +61,25 @@ class CorruptFileError(RejectedFileError): ...
 class DuplicateFileError(RejectedFileError): ...
 
 
+class ArchiveTooLargeError(RejectedFileError):
+    """An Office/zip input whose directory promises too much unpacked data or too many members."""
+
+
 class SymlinkLoopError(RejectedFileError):
     """A symbolic link that resolves to itself (directly or through other links)."""
 
 
 class EncryptedFileError(RejectedFileError):
     """A password-protected PDF or Office file: decrypt it (e.g. `qpdf --decrypt`) and ingest the copy."""
+
+
+class IndexIncompleteError(KbflowError):
+    """An ingest landed its files but some never reached Chroma/BM25 (e.g. a full disk): the run's
+    Prefect state is Failed and `kbflow ingest` exits 1; the next run indexes them. `summary` is
+    the run's IngestSummary (in the raising process only)."""
+
+    stage = "index"
+    summary = None
 
 
 class ParseError(KbflowError):

@@ -88,7 +88,19 @@ class ManifestEntry:
     reason: str = ""  # why the last attempt failed or was rejected
 
 
+@dataclass
+class KBRoot:
+    """The folder a KB's source names are relative to (`dept_a/说明.md`), recorded by its first ingest
+    (or set with the `source_root` setting): two files can never share a name, and a moved folder
+    keeps its documents (a rename, same MD5)."""
+
+    kb: str
+    root: str  # absolute
+    recorded_at: datetime
+
+
 DOCUMENT_SCHEMA = arrow_schema(Document)
+KB_ROOT_SCHEMA = arrow_schema(KBRoot)
 INGEST_RUN_SCHEMA = arrow_schema(IngestRun)
 INGEST_FAILURE_SCHEMA = arrow_schema(IngestFailure)
 MANIFEST_SCHEMA = arrow_schema(ManifestEntry)

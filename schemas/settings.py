@@ -28,7 +28,7 @@ import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from schemas.errors import InvalidValueError, SettingsError
+from schemas.errors import InvalidValueError, SettingsError, SettingsFileMissingError
 
 KB_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,54}[A-Za-z0-9])?$")  # also a valid Chroma collection name
 
@@ -185,6 +185,10 @@ class RuntimeSettings:
     ingest_batch_mb: float = 64.0  # and source bytes per batch at most (a batch holds at least one file)
     ingest_workers: int = 0  # parse/chunk worker processes; 0 = one per core
     file_time_limit_s: float = 900.0  # a file's parse + chunk taking longer fails (worker killed); 0 = no limit
+    warehouse_wait_s: float = 60.0  # wait this long for another process's DuckDB transaction (--wait: longer)
+    max_unpacked_mb: float = 512.0  # an Office/zip input whose members unpack to more is rejected (zip bombs)
+    max_zip_members: int = 10000  # ... or that holds more members than this
+    source_root: str = ""  # "" = each KB's recorded root (its first ingest's folder); a folder = names relative to it
 
 
 # group name → its settings class, in kbflow.toml's order ([ingest], [index], ...)
@@ -314,29 +318,125 @@ def _toml_values(path: Path) -> dict[str, typing.Any]:
     return values
 
 
+CONFIG_FILE = "kbflow.toml"
+
+
+def config_files(home: Path, config_file: str | os.PathLike | None = None) -> list[Path]:
+    """The settings files of a run, weakest first: the home's `kbflow.toml`, then an explicit one
+    (`--config`, `$KBFLOW_CONFIG`). Never the working directory's: the same command must behave the
+    same from any folder (a `./kbflow.toml` that is neither is ignored with a warning)."""
+    files = [home / CONFIG_FILE] if (home / CONFIG_FILE).is_file() else []
+    explicit = config_file or os.environ.get("KBFLOW_CONFIG")
+    if explicit:
+        path = Path(explicit).expanduser()
+        if not path.is_file():
+            raise SettingsFileMissingError(f"settings file not found: {path} (--config / KBFLOW_CONFIG)")
+        files.append(path)
+    stray = Path(CONFIG_FILE)
+    if stray.is_file() and all(stray.resolve() != f.resolve() for f in files):
+        import logging
+
+        logging.getLogger("kbflow.settings").warning(
+            "%s is ignored: settings come from %s and --config/KBFLOW_CONFIG, so a command behaves the same "
+            "from any folder; move it there or pass --config %s", stray.resolve(), home / CONFIG_FILE, stray)
+    return files
+
+
+def _home_of(home: str | os.PathLike | None, config_file: str | os.PathLike | None) -> Path:
+    """The home: the argument, else $KBFLOW_HOME, else `home` in the explicit settings file, else ./.kbflow."""
+    if home is None:
+        home = os.environ.get("KBFLOW_HOME")
+    explicit = config_file or os.environ.get("KBFLOW_CONFIG")
+    if home is None and explicit and Path(explicit).expanduser().is_file():
+        home = _toml_values(Path(explicit).expanduser()).get("home")
+    return Path(home if home is not None else Settings.home).expanduser().resolve()
+
+
 def load_settings(home: str | os.PathLike | None = None, config_file: str | os.PathLike | None = None,
                   **overrides: typing.Any) -> Settings:
-    """Resolve settings: code defaults < kbflow.toml < KBFLOW_* env < explicit arguments (flat names)."""
+    """Resolve settings: code defaults < HOME/kbflow.toml < --config file < KBFLOW_* env < explicit
+    arguments (flat names); then check every value's type and range (`validate`)."""
     hints = _hints()
     values: dict[str, typing.Any] = {}
+    origin: dict[str, str] = {}
 
-    path = Path(config_file or os.environ.get("KBFLOW_CONFIG", "kbflow.toml"))
-    if path.is_file():
-        values.update({k: _coerce(str(v), hints[k]) if hints[k] is Path else v
-                       for k, v in _toml_values(path).items()})
+    resolved_home = _home_of(home, config_file)
+    for path in config_files(resolved_home, config_file):
+        for k, v in _toml_values(path).items():
+            if k == "home":
+                continue
+            values[k] = _coerce(str(v), hints[k]) if hints[k] is Path else v
+            origin[k] = f"{path}"
 
-    for name in ("home", *GROUP_OF):
+    for name in GROUP_OF:
         env = os.environ.get(f"KBFLOW_{name.upper()}")
         if env is not None:
             try:
                 values[name] = _coerce(env, hints[name])
             except ValueError as exc:  # e.g. KBFLOW_MAX_FILE_MB=ten: name the variable, not just the value
                 raise SettingsError(f"KBFLOW_{name.upper()}={env!r}: {exc}") from None
+            origin[name] = f"KBFLOW_{name.upper()}"
 
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    home = Path(home if home is not None else values.pop("home", Settings.home)).expanduser().resolve()
+    for k, v in overrides.items():
+        if v is not None:
+            values[k] = v
+            origin[k] = "an argument"
     values.pop("home", None)
-    return Settings.of(home, **values)
+    settings = Settings.of(resolved_home, **values)
+    validate(settings, origin)
+    return settings
+
+
+# ranges (inclusive) of the settings that have one; every other number must not be negative
+AT_LEAST_ONE = frozenset({
+    "max_merged_size", "max_chunk_size", "heading_max_h1", "heading_max_h2", "heading_max_h3", "recall_k", "rrf_k",
+    "mmr_top_k", "rerank_candidates", "rerank_max_length", "top_k", "adaptive_topk_min", "adaptive_topk_max",
+    "context_max_chars", "max_context_chunks", "context_soft_limit", "answer_max_tokens", "crag_widen_factor",
+    "embedding_batch_size", "rerank_batch_size", "qa_batch_size", "enrich_concurrency", "llm_concurrency",
+    "trace_max_rank", "dask_workers", "max_zip_members"})
+ABOVE_ZERO = frozenset({"max_file_mb", "llm_timeout_s", "max_unpacked_mb"})
+UNIT_INTERVAL = frozenset({"mmr_lambda", "enum_query_mmr_lambda", "lexical_rescue_min_hit", "context_soft_admit_ratio",
+                           "extractive_min_overlap", "context_min_score", "crag_min_rerank"})
+ANY_SIGN = frozenset({"crag_min_cosine"})  # < 0 = off
+CHOICES = {"task_runner": ("default", "dask")}
+
+
+def validate(settings: Settings, origin: dict[str, str] | None = None) -> None:
+    """Raise SettingsError, in one line naming the setting and where it came from, for a value of the
+    wrong type or out of range (KBFLOW_MAX_CHUNK_SIZE=0 would make chunking run forever)."""
+    hints = _hints()
+    origin = origin or {}
+    for name, value in settings.flat().items():
+        if name == "home":
+            continue
+        hint, where = hints[name], f" (from {origin[name]})" if name in origin else ""
+
+        def bad(why: str) -> SettingsError:
+            return SettingsError(f"setting {name} = {value!r}{where}: {why}")
+
+        if hint is bool:
+            if not isinstance(value, bool):
+                raise bad("must be true or false")
+            continue
+        if hint in (int, float):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or (hint is int and
+                                                                                  not isinstance(value, int)):
+                raise bad(f"must be {'an integer' if hint is int else 'a number'}")
+            if value != value:
+                raise bad("must be a number")
+            if name in AT_LEAST_ONE and value < 1:
+                raise bad("must be at least 1")
+            if name in ABOVE_ZERO and value <= 0:
+                raise bad("must be above 0")
+            if name in UNIT_INTERVAL and not 0 <= value <= 1:
+                raise bad("must be between 0 and 1")
+            if name not in ANY_SIGN and value < 0:
+                raise bad("must not be negative")
+            continue
+        if hint is str and not isinstance(value, str):
+            raise bad("must be a string")
+        if name in CHOICES and value not in CHOICES[name]:
+            raise bad(f"must be one of {', '.join(CHOICES[name])}")
 
 
 def check_kb_name(kb: str) -> str:

@@ -1,11 +1,14 @@
 """The DuckDB warehouse: tables created from the pyarrow schemas in `schemas/`, views from `*.sql`.
 
 A document's rows are replaced as a unit in one transaction. Connections are short-lived so
-the single-writer file lock is held only while writing.
+the single-writer file lock is held only while writing, and a writer waits (`BUSY_WAIT_S`) while
+another process writes. Readers open a published generation instead (`warehouse.published`).
 """
 from __future__ import annotations
 
 import contextlib
+import shutil
+import time
 from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
@@ -16,9 +19,11 @@ import pyarrow as pa
 
 from schemas.chunk import CHUNK_SCHEMA
 from schemas.errors import WarehouseBusyError, WarehouseMissingError
-from schemas.ingest import (DOCUMENT_SCHEMA, INGEST_FAILURE_SCHEMA, INGEST_RUN_SCHEMA, MANIFEST_SCHEMA, Document,
-                            IngestFailure, IngestRun, ManifestEntry)
+from schemas.ingest import (DOCUMENT_SCHEMA, INGEST_FAILURE_SCHEMA, INGEST_RUN_SCHEMA, KB_ROOT_SCHEMA, MANIFEST_SCHEMA,
+                            Document, IngestFailure, IngestRun, KBRoot, ManifestEntry)
 from schemas.qa import QA_METRIC_SCHEMA, QA_RESULT_SCHEMA, QA_RUN_SCHEMA, QA_TRACE_SCHEMA, QAMetric, QARun
+from tasks.common.lock import held_wait
+from warehouse import published
 
 TABLES: dict[str, pa.Schema] = {
     "documents": DOCUMENT_SCHEMA,
@@ -30,6 +35,7 @@ TABLES: dict[str, pa.Schema] = {
     "qa_results": QA_RESULT_SCHEMA,
     "qa_traces": QA_TRACE_SCHEMA,
     "qa_metrics": QA_METRIC_SCHEMA,
+    "kb_roots": KB_ROOT_SCHEMA,
 }
 VIEW_FILES = ("views.sql", "quality.sql", "qa.sql")  # executed in this order
 
@@ -54,32 +60,87 @@ def _ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(resources.files("warehouse").joinpath(view_file).read_text(encoding="utf-8"))
 
 
+# How long a connection waits for another process to let go of the warehouse file (DuckDB: one
+# writing process, or several reading ones). Writers hold it for one short transaction at a time;
+# readers never hold it (they read a published generation), so waiting is always short.
+BUSY_WAIT_S = 60.0
+
+
+def set_busy_wait(seconds: float) -> None:
+    """This process waits up to `seconds` for the warehouse file (`--wait` covers it too)."""
+    global BUSY_WAIT_S
+    BUSY_WAIT_S = max(0.0, float(seconds))
+
+
+def _open(path: Path, read_only: bool, config: dict[str, Any], wait_s: float) -> duckdb.DuckDBPyConnection:
+    deadline = time.monotonic() + wait_s
+    pause = 0.02
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=read_only, config=config)
+        except duckdb.IOException as exc:
+            if "lock" not in str(exc).lower():
+                raise
+            if time.monotonic() >= deadline:
+                raise WarehouseBusyError(f"{path} stayed in use by another process for {wait_s:g} s "
+                                         "(setting warehouse_wait_s, or --wait); retry when it finishes") from None
+        time.sleep(pause)
+        pause = min(0.5, pause * 2)
+
+
 @contextlib.contextmanager
-def connect(db_path: Path, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A connection; writers get the tables and views ensured first."""
+def connect(db_path: Path, *, read_only: bool = False, mark: bool = True,
+            wait_s: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection. Readers get the published generation (`warehouse.published`); writers get the
+    live file, waiting while another process writes, with the tables and views ensured first.
+    `mark`: a writer's close makes the published generations stale (the snapshot copy's does not)."""
+    if wait_s is None:  # `--wait` means waiting for everything: the write lock and DuckDB's file lock
+        wait_s = max(BUSY_WAIT_S, held_wait(db_path.parent))
     if read_only and not db_path.exists():
         raise WarehouseMissingError(f"no warehouse at {db_path}: run `kbflow ingest` first")
+    if read_only:
+        # No file access beyond the database itself: `kbflow sql` cannot COPY TO or read files.
+        config: dict[str, Any] = {"enable_external_access": False, "lock_configuration": True}
+        for attempt in range(3):  # a generation deleted between naming and opening it: take the next
+            path = published.reader_path(db_path)
+            try:
+                con = _open(path, True, config, wait_s)
+                break
+            except duckdb.IOException:
+                if attempt == 2 or path == db_path:
+                    raise
+        try:
+            yield con
+        finally:
+            con.close()
+        return
     db_path.parent.mkdir(parents=True, exist_ok=True)
     key = str(db_path.resolve())
     if not db_path.exists():
         _ENSURED.discard(key)  # deleted (or never created) since: ensure again
-    config: dict[str, Any] = {}
-    if read_only:
-        # No file access beyond the database itself: `kbflow sql` cannot COPY TO or read files.
-        config = {"enable_external_access": False, "lock_configuration": True}
+    con = _open(db_path, False, {}, wait_s)
     try:
-        con = duckdb.connect(str(db_path), read_only=read_only, config=config)
-    except duckdb.IOException as exc:
-        if "lock" in str(exc).lower():
-            raise WarehouseBusyError(f"{db_path} is in use by another kbflow process; retry when it finishes") from None
-        raise
-    try:
-        if not read_only and key not in _ENSURED:
+        if key not in _ENSURED:
             _ensure_tables(con)
             _ENSURED.add(key)
         yield con
     finally:
         con.close()
+        if mark:
+            published.mark_written(db_path)
+
+
+def snapshot_to(db_path: Path, target: Path, *, wait_s: float, read_token) -> str | None:
+    """Copy the checkpointed warehouse to `target` while holding it (no writer can commit during the
+    copy); return the written-token read under that hold, None when it stayed busy."""
+    try:
+        with connect(db_path, mark=False, wait_s=wait_s) as con:
+            token = read_token()
+            con.execute("CHECKPOINT")
+            shutil.copyfile(db_path, target)
+            return token
+    except WarehouseBusyError:
+        return None
 
 
 @contextlib.contextmanager
@@ -142,6 +203,9 @@ def replace_document(db_path: Path, document: Document, chunks_parquet: Path,
         _insert_chunk_files(con, [chunks_parquet])
         _insert(con, "documents", pa.Table.from_pylist([asdict(document)], schema=DOCUMENT_SCHEMA))
         if manifest is not None:
+            # a renamed (moved) file: the landed row of its old path describes the version just replaced
+            con.execute("DELETE FROM manifest WHERE kb = ? AND md5 = ? AND path <> ? AND status IN ('landed', 'indexed')",
+                        [manifest.kb, manifest.md5, manifest.path])
             _upsert_manifest(con, [manifest])
     return [md5 for md5 in old if md5 != document.doc_md5]
 
@@ -255,6 +319,21 @@ def load_manifest(db_path: Path, kb: str) -> list[ManifestEntry]:
     return entries
 
 
+def kb_root(db_path: Path, kb: str) -> str | None:
+    """The recorded root of `kb`'s source names, None before its first ingest (or in an older home)."""
+    if not db_path.exists():
+        return None
+    with connect(db_path) as con:  # a writer's read (creates the table in an older warehouse)
+        row = con.execute("SELECT root FROM kb_roots WHERE kb = ? ORDER BY recorded_at DESC LIMIT 1", [kb]).fetchone()
+    return row[0] if row else None
+
+
+def record_kb_root(db_path: Path, root: KBRoot) -> None:
+    with transaction(db_path) as con:
+        con.execute("DELETE FROM kb_roots WHERE kb = ?", [root.kb])
+        _insert(con, "kb_roots", pa.Table.from_pylist([asdict(root)], schema=KB_ROOT_SCHEMA))
+
+
 def landed_documents(db_path: Path, kb: str) -> dict[str, tuple[str, str]]:
     """source → (doc_md5, chunks_path) of the documents `kb` holds."""
     if not db_path.exists():
@@ -278,6 +357,13 @@ def save_qa_run(db_path: Path, run: QARun) -> None:
     """Insert or replace a batch-QA run's row."""
     with transaction(db_path) as con:
         _replace_run_row(con, "qa_runs", run, QA_RUN_SCHEMA)
+
+
+def mark_qa_interrupted(db_path: Path, run_ids: list[str]) -> None:
+    """Batch-QA runs whose process died: `interrupted`, with the time it was found out."""
+    with transaction(db_path) as con:
+        con.executemany("UPDATE qa_runs SET status = 'interrupted', finished_at = now() "
+                        "WHERE run_id = ? AND status = 'running'", [[r] for r in run_ids])
 
 
 def land_qa(db_path: Path, run: QARun, results: list[Path], traces: list[Path]) -> None:

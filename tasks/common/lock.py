@@ -28,6 +28,37 @@ from schemas.errors import IngestLockedError
 
 LOCK_FILE = "write.lock"
 HOLDER_FILE = "write.holder.json"
+# A refusal "at once" still waits this long: a reader that checks whether the home is being written
+# (it takes and drops the lock in microseconds) must never make a starting writer refuse.
+GRACE_S = 1.0
+
+# homes whose write lock this process holds (its reads go to the live warehouse) → the run's --wait
+_held: dict[str, float] = {}
+
+
+def holds_write_lock(home: Path) -> bool:
+    return str(Path(home).resolve()) in _held
+
+
+def held_wait(home: Path) -> float:
+    """The wait (--wait) of this process's write lock on `home`: its DuckDB connections wait as long."""
+    return _held.get(str(Path(home).resolve()), 0.0)
+
+
+def is_free(home: Path) -> bool:
+    """True when no process holds the home's write lock (this one included) at this instant."""
+    if holds_write_lock(home):
+        return False
+    lock_file = lock_paths(home)[0]
+    if not lock_file.exists():
+        return True
+    try:
+        lock = FileLock(str(lock_file), thread_local=False)
+        lock.acquire(timeout=0)
+    except (Timeout, OSError):  # held, or a read-only home (no writer can hold it there)
+        return not os.access(lock_file.parent, os.W_OK)
+    lock.release()
+    return True
 
 
 def lock_paths(home: Path) -> tuple[Path, Path]:
@@ -65,7 +96,7 @@ def check_free(home: Path, *, kb: str, what: str = "ingest") -> None:
         return
     lock = FileLock(str(lock_file), thread_local=False)
     try:
-        lock.acquire(timeout=0)
+        lock.acquire(timeout=GRACE_S)
     except Timeout:
         raise _refusal(home, kb, 0, what) from None
     lock.release()
@@ -79,9 +110,11 @@ def write_lock(home: Path, *, kb: str, run_id: str, wait_s: float = 0.0, what: s
     lock_file.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(lock_file), thread_local=False)
     try:
-        lock.acquire(timeout=max(0.0, wait_s), poll_interval=0.25)
+        lock.acquire(timeout=max(GRACE_S, wait_s), poll_interval=0.1)
     except Timeout:
         raise _refusal(home, kb, wait_s, what) from None
+    key = str(Path(home).resolve())
+    _held[key] = max(0.0, wait_s)
     try:
         holder = {"what": what, "kb": kb, "run_id": run_id, "pid": os.getpid(), "host": socket.gethostname(),
                   "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
@@ -91,4 +124,40 @@ def write_lock(home: Path, *, kb: str, run_id: str, wait_s: float = 0.0, what: s
         yield
     finally:
         holder_file.unlink(missing_ok=True)
+        _held.pop(key, None)
         lock.release()
+
+
+@contextlib.contextmanager
+def run_alive(home: Path, run_id: str) -> Iterator[bool]:
+    """Hold `home/locks/run-RUN_ID.lock` while a batch-QA run works: the next command that finds the
+    run still `running` and can take this lock knows the run's process died (`is_dead`). Yields
+    False (and holds nothing) on a read-only home."""
+    folder = home / "locks"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(folder / f"run-{run_id}.lock"), thread_local=False)
+        lock.acquire(timeout=0)
+    except (OSError, Timeout):
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        lock.release()
+        (folder / f"run-{run_id}.lock").unlink(missing_ok=True)
+
+
+def is_dead(home: Path, run_id: str) -> bool:
+    """A `running` run whose process no longer holds its `run_alive` lock (killed, crashed)."""
+    path = home / "locks" / f"run-{run_id}.lock"
+    try:
+        lock = FileLock(str(path), thread_local=False)
+        lock.acquire(timeout=0)
+    except Timeout:
+        return False
+    except OSError:
+        return False
+    lock.release()
+    path.unlink(missing_ok=True)
+    return True

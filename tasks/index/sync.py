@@ -11,6 +11,7 @@ DuckDB (`documents`/`chunks`) is the record of what a knowledge base holds; the 
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -260,11 +261,22 @@ class Consistency:
 
 def check(settings: Settings, kb: str) -> Consistency:
     """Compare the chunk_id sets of DuckDB, Chroma and BM25 for one knowledge base."""
+    from tasks.common.lock import is_free
+    from tasks.index import snapshot
     from tasks.index.bm25 import BM25Index
 
-    stores = {"duckdb": kb_chunk_ids(settings.db_path, kb),
-              "chroma": vector_index.all_ids(vector_index.collection(settings, kb))}
-    bm25_dir = settings.bm25_dir / kb
+    # the live stores when nobody writes them; the published snapshots while an ingest works or on a
+    # read-only home (Chroma is never opened for writing by a reader, nor a collection created)
+    live = is_free(settings.home) and os.access(settings.home, os.W_OK)
+    if live:
+        try:
+            col = vector_index.client(settings, create=False).get_collection(vector_index.collection_name(kb))
+        except Exception:  # no Chroma store or no such collection
+            col = snapshot.SnapshotCollection.empty()
+    else:
+        col = snapshot.read_collection(settings, kb)
+    stores = {"duckdb": kb_chunk_ids(settings.db_path, kb), "chroma": vector_index.all_ids(col)}
+    bm25_dir = settings.bm25_dir / kb if live else snapshot.bm25_dir(settings, kb)
     stores["bm25"] = set(BM25Index.load(bm25_dir).chunk_ids) if bm25_dir.exists() else set()
     union = set().union(*stores.values())
     missing = {name: sorted(union - ids) for name, ids in stores.items() if union - ids}

@@ -30,7 +30,7 @@ def collection_name(kb: str) -> str:
     return f"kbflow_{kb}"
 
 
-def client(settings: Settings):
+def client(settings: Settings, *, create: bool = True):
     import chromadb
     from chromadb.config import Settings as ChromaSettings
 
@@ -39,7 +39,10 @@ def client(settings: Settings):
         url = urlparse(settings.runtime.chroma_url)
         return chromadb.HttpClient(host=url.hostname or "localhost", port=url.port or 8000,
                                    ssl=url.scheme == "https", settings=chroma_settings)
-    settings.chroma_dir.mkdir(parents=True, exist_ok=True)
+    if create:
+        settings.chroma_dir.mkdir(parents=True, exist_ok=True)
+    elif not settings.chroma_dir.is_dir():
+        raise FileNotFoundError(f"no Chroma store at {settings.chroma_dir}")
     return chromadb.PersistentClient(path=str(settings.chroma_dir), settings=chroma_settings)
 
 

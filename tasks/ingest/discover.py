@@ -25,6 +25,9 @@ MINERU_EXTENSIONS = frozenset(
 MARKDOWN_EXTENSIONS = frozenset({"md", "markdown", "mdx"})
 TEXT_EXTENSIONS = frozenset({"txt", "text"})
 OOXML_EXTENSIONS = frozenset({"docx", "pptx", "xlsx"})
+# Zip containers: their directory is checked against the unpacked-size and member limits before
+# anything reads a member (a 3.6 MB DOCX can unpack to a 1 GB document.xml).
+ZIP_EXTENSIONS = OOXML_EXTENSIONS | {"odt", "ods", "odp", "epub", "zip"}
 # The top folder names of MinerU's own output layouts (2.x `auto/`, 3.x `office/`, `hybrid_auto/`, ...).
 MINERU_LAYOUT_DIRS = frozenset({"auto", "office", "hybrid_auto", "vlm", "txt", "ocr", "pipeline"})
 
@@ -163,6 +166,8 @@ def classify(path: Path, settings: Settings) -> tuple[str, str]:
         raise errors.FileTooLargeError(
             str(path), f"{size / 1048576:.1f} MB exceeds the {settings.runtime.max_file_mb:g} MB limit (max_file_mb)")
     ext = path.suffix.lower().lstrip(".")
+    if ext in ZIP_EXTENSIONS:
+        _check_zip_bounds(path, ext, settings)
     if ext == "zip":
         if is_mineru_zip(path):
             return "mineru_output", "mineru"
@@ -179,6 +184,38 @@ def classify(path: Path, settings: Settings) -> tuple[str, str]:
         raise errors.UnsupportedFileError(str(path), f"unsupported file type '.{ext or path.name}'")
     _check_magic(path, ext)
     return kind, DOC_TYPES.get(ext, ext)
+
+
+def _check_zip_bounds(path: Path, ext: str, settings: Settings) -> None:
+    """Reject a zip whose directory promises more than `max_unpacked_mb` or `max_zip_members`: read
+    from the central directory only (no member is decompressed), so a zip bomb costs microseconds."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            members = zf.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return  # not a zip after all: the content checks say why
+    limit = settings.runtime
+    if len(members) > limit.max_zip_members:
+        raise errors.ArchiveTooLargeError(str(path), f".{ext} holds {len(members)} members, more than the "
+                                                   f"{limit.max_zip_members} allowed (max_zip_members)")
+    unpacked = sum(m.file_size for m in members)
+    if unpacked > limit.max_unpacked_mb * 1048576:
+        raise errors.ArchiveTooLargeError(
+            str(path), f".{ext} unpacks to {unpacked / 1048576:.0f} MB, more than the {limit.max_unpacked_mb:g} MB "
+                       f"allowed (max_unpacked_mb): a zip bomb, or a document too large to parse safely")
+
+
+def printable_path(path: Path | str) -> str:
+    """A path as text that can be stored: a name that is not valid UTF-8 shows its bytes escaped."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def _valid_utf8(path: Path) -> bool:
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:  # undecodable bytes (surrogate-escaped by the OS layer)
+        return False
+    return True
 
 
 def _walk(root: Path, linked_dirs: list[Path] | None = None) -> tuple[list[Path], list[Path]]:
@@ -209,20 +246,26 @@ def _dangling_reason(path: Path) -> tuple[str, str]:
     return errors.MissingFileError.__name__, "broken symlink"
 
 
-def _source_name(path: Path, root: Path) -> str:
-    """Name a source by its path relative to the given folder (the file name for a given file)."""
+def _source_name(path: Path, root: Path, kb_root: Path | None = None) -> str:
+    """Name a source by its path relative to the KB's root (`../x/a.md` outside it), or, without
+    one, relative to the given folder (the file name for a given file)."""
+    if kb_root is not None:
+        return Path(os.path.relpath(path, kb_root)).as_posix() if path != kb_root else path.name
     return path.name if path == root else path.relative_to(root).as_posix()
 
 
-def _mineru_dir_source(folder: Path, root: Path) -> str:
+def _mineru_dir_source(folder: Path, root: Path, kb_root: Path | None = None) -> str:
     # `<out>/<doc>/auto/` is named after <doc>, not after `auto`.
     named = folder.parent if folder.name in MINERU_LAYOUT_DIRS else folder
+    if kb_root is not None:
+        return _source_name(named, root, kb_root)
     if folder == root or named == root:
         return named.name
     return _source_name(named, root)
 
 
-def discover(paths: list[str | os.PathLike], settings: Settings) -> Discovery:
+def discover(paths: list[str | os.PathLike], settings: Settings, kb_root: Path | None = None) -> Discovery:
+    """`kb_root`: the folder source names are relative to (`tasks.ingest.manifest.resolve_root`)."""
     found = Discovery()
     seen_md5: dict[str, str] = {}
     seen_sources: set[str] = set()
@@ -256,8 +299,12 @@ def discover(paths: list[str | os.PathLike], settings: Settings) -> Discovery:
                         "symlinked folder not followed (so a link loop cannot trap the walk); "
                         "give its target as a PATH to ingest it"))
             for folder in mineru_dirs:
+                if not _valid_utf8(folder):
+                    found.rejected.append(Rejection(printable_path(folder), "", "UnsupportedFileError",
+                                                    "folder name is not valid UTF-8; rename it"))
+                    continue
                 lists = mineru_output_files(folder)
-                add(folder, _mineru_dir_source(folder, root), "mineru_output",
+                add(folder, _mineru_dir_source(folder, root, kb_root), "mineru_output",
                     "mineru", folder_md5(lists), sum(p.stat().st_size for p in lists))
             if not files and not mineru_dirs:
                 found.rejected.append(Rejection(str(root), "", "MissingFileError", "folder holds no files"))
@@ -265,6 +312,11 @@ def discover(paths: list[str | os.PathLike], settings: Settings) -> Discovery:
         else:
             files = [root]
         for path in files:
+            if not _valid_utf8(path):  # recorded, never stored or parsed under an unencodable name
+                found.rejected.append(Rejection(printable_path(path), "", "UnsupportedFileError",
+                                                "file name is not valid UTF-8; rename it (e.g. `convmv -f GBK "
+                                                "-t UTF-8`) and ingest it again"))
+                continue
             if path.is_symlink() and not path.exists():
                 found.rejected.append(Rejection(str(path), "", *_dangling_reason(path)))
                 continue
@@ -281,5 +333,6 @@ def discover(paths: list[str | os.PathLike], settings: Settings) -> Discovery:
                 found.rejected.append(Rejection(str(path), "", "CorruptFileError",
                                                 f"cannot be checked ({type(exc).__name__}: {str(exc)[:200]})"))
                 continue
-            add(path, _source_name(path, root if root.is_dir() else path), kind, doc_type, md5, path.stat().st_size)
+            add(path, _source_name(path, root if root.is_dir() else path, kb_root), kind, doc_type, md5,
+                path.stat().st_size)
     return found

@@ -15,7 +15,8 @@ from schemas.errors import WarehouseBusyError
 from schemas.ingest import Document, ManifestEntry
 from schemas.settings import Settings
 from tasks.common.files import write_parquet
-from tasks.index.sync import remove_document
+from tasks.index import snapshot
+from tasks.index.sync import rebuild_bm25, remove_document
 from tasks.ingest.discover import SourceFile
 from tasks.ingest.manifest import LANDED
 from tasks.ingest.parse import ParsedOutput
@@ -135,3 +136,12 @@ def remove_deleted(settings: Settings, kb: str, entries: list[ManifestEntry], he
     except Exception as exc:
         errors.update({path: f"{type(exc).__name__}: {exc}"[:500] for path in stale_rows})
     return errors
+
+
+def remove_sources(settings: Settings, kb: str, sources: list[str]) -> dict[str, int]:
+    """`kbflow rm`: each source from Chroma, DuckDB and Parquet, then BM25; then publish what readers
+    see (the caller holds the write lock). Returns the Chroma chunks removed per source."""
+    removed = {source: remove_document(settings, kb, source) for source in sources}
+    rebuild_bm25(settings, kb)
+    snapshot.publish(settings, kb)
+    return removed

@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from schemas.ingest import IngestFailure, IngestRun, ManifestEntry
+from schemas.errors import IndexIncompleteError
+from schemas.ingest import IngestFailure, IngestRun, KBRoot, ManifestEntry
 from schemas.settings import Settings
+from tasks.index import snapshot
 from tasks.index.sync import IndexSummary
 from tasks.ingest import manifest as mf
 from tasks.ingest.discover import Discovery, Rejection, SourceFile
@@ -59,6 +61,10 @@ class IngestSummary:
         return sum(o.status == "landed" and o.change == mf.CHANGED for o in self.outcomes)
 
     @property
+    def renamed(self) -> int:  # moved files: the same document under a new name
+        return sum(o.status == "landed" and o.change == mf.RENAMED for o in self.outcomes)
+
+    @property
     def skipped(self) -> int:
         return self._count("skipped")
 
@@ -92,7 +98,8 @@ class IngestLedger:
 
     def __init__(self, settings: Settings, kb: str, run_id: str, runner: str = "default", flow_run_id: str = "",
                  log: logging.Logger | logging.LoggerAdapter | None = None):
-        self.db_path, self.home, self.kb = settings.db_path, settings.home, kb
+        self.db_path, self.home, self.kb, self.settings = settings.db_path, settings.home, kb, settings
+        db.set_busy_wait(settings.runtime.warehouse_wait_s)
         self.pipeline_key = mf.pipeline_key(settings)
         self.log = log or logging.getLogger("kbflow.ingest")
         self.run = IngestRun(run_id=run_id, kb=kb, flow_run_id=flow_run_id, started_at=_now(), finished_at=None,
@@ -115,6 +122,15 @@ class IngestLedger:
         manifest = db.load_manifest(self.db_path, self.kb)
         self._by_path = {e.path: e for e in manifest}
         return manifest
+
+    def source_root(self, paths: list[str], manifest: list[ManifestEntry]) -> Path:
+        """The KB's root for source names (`mf.resolve_root`), recorded when it is new or changed."""
+        recorded = db.kb_root(self.db_path, self.kb)
+        root = mf.resolve_root(paths, manifest, recorded, self.settings.runtime.source_root)
+        if str(root) != recorded:
+            db.record_kb_root(self.db_path, KBRoot(self.kb, str(root), _now()))
+            self.log.info("kb %r: source names are relative to %s", self.kb, root)
+        return root
 
     def fail(self, path: str, md5: str, stage: str, kind: str, reason: str, source: str) -> None:
         """A failure row and the file's outcome: `rejected` at discovery, `failed` at a later stage."""
@@ -144,6 +160,11 @@ class IngestLedger:
     def planned(self, plan: mf.Plan) -> None:
         """What the plan settles before any parsing: folders kept, unchanged files, duplicates."""
         self._reindexed = len(plan.reindex)
+        rechunk = sum(1 for t in plan.todo if (e := self._by_path.get(str(t.src.path))) is not None
+                      and e.md5 == t.src.md5 and e.pipeline_key and e.pipeline_key != self.pipeline_key)
+        if rechunk:  # said before any work starts: the operator can stop it
+            self.log.warning("settings that shape chunks or vectors ([ingest], [index], [llm]) changed since the last "
+                             "ingest of kb %r: %d document(s) will be re-chunked and re-embedded", self.kb, rechunk)
         for root in plan.kept_roots:
             self.log.warning("%s found no files: nothing under it is removed from kb %r (an unmounted share must "
                              "not empty the KB; use `kbflow rm` to delete documents)", root, self.kb)
@@ -249,6 +270,16 @@ class IngestLedger:
         run.status = ("interrupted" if interrupted else "completed" if not self.failures
                       else "completed_with_failures")
         db.save_run(self.db_path, run)
+        snapshot.publish(self.settings, self.kb)
         self.log.info("kb %r: %d added, %d changed, %d unchanged (skipped), %d removed, %d failed or rejected",
                       self.kb, s.added, s.changed, s.skipped, s.removed, s.failed)
         return run
+
+    def raise_if_unindexed(self) -> None:
+        """Documents that landed but never reached the indexes fail the run (exit 1, Prefect Failed)."""
+        unindexed = [f for f in self.failures if f.stage == "index"]
+        if unindexed:
+            exc = IndexIncompleteError(self.kb, f"{len(unindexed)} document(s) landed but not indexed "
+                                                f"({unindexed[0].reason}); the next `kbflow ingest` indexes them")
+            exc.summary = self.summary
+            raise exc

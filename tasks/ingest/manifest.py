@@ -25,7 +25,7 @@ from tasks.ingest.discover import Discovery, SourceFile
 
 # Landed (DuckDB) and index states of a manifest row; the others describe the last attempt.
 LANDED, INDEXED, FAILED, REJECTED, DUPLICATE = "landed", "indexed", "failed", "rejected", "duplicate"
-ADDED, CHANGED = "added", "changed"
+ADDED, CHANGED, RENAMED = "added", "changed", "renamed"
 
 # Bump when the chunking code changes what it makes of the same input, so every file is redone.
 PIPELINE_VERSION = "1"
@@ -92,6 +92,7 @@ def plan_reingest(paths: list[str], found: Discovery, manifest: list[ManifestEnt
     `landed` is source → (doc_md5, chunks_path) of the documents the KB holds in DuckDB.
     """
     plan = Plan()
+    renamed: set[str] = set()  # old source names of the documents renamed (moved) this run
     by_path = {e.path: e for e in manifest}
     path_of_source = {e.source: e.path for e in manifest}
     source_of_md5 = {md5: source for source, (md5, _) in landed.items()}
@@ -107,9 +108,13 @@ def plan_reingest(paths: list[str], found: Discovery, manifest: list[ManifestEnt
         if holder is not None and holder != src.source:
             holder_path = path_of_source.get(holder)
             # the same content is in the KB under another name whose file still exists: a copy,
-            # not a rename (a rename's old path is gone and is removed below)
+            # not a rename (a rename's old path is gone: its document is renamed, not removed)
             if holder_path and holder_path != str(src.path) and Path(holder_path).exists():
                 plan.duplicates.append((src, holder))
+                continue
+            if have is None:
+                plan.todo.append(Todo(src, RENAMED))
+                renamed.add(holder)
                 continue
         plan.todo.append(Todo(src, CHANGED if have is not None else ADDED))
 
@@ -118,6 +123,27 @@ def plan_reingest(paths: list[str], found: Discovery, manifest: list[ManifestEnt
     # found but rejected: the file is there, its last good version stays (a broken link is gone)
     seen |= {r.path for r in found.rejected if r.error_kind != "MissingFileError"}
     for entry in manifest:
+        if entry.source in renamed and entry.status in (LANDED, INDEXED):
+            continue  # its new row replaces it when the renamed document lands
         if entry.path not in seen and any(under(entry.path, root) for root in folders):
             plan.removed.append(entry)
     return plan
+
+
+def resolve_root(paths: list[str], manifest: list[ManifestEntry], recorded: str | None, setting: str = "") -> Path:
+    """The folder the KB's source names are relative to: the `source_root` setting, else the root
+    recorded by the KB's first ingest, else (a home from before roots were recorded) the root its
+    manifest's names were made against, else this run's first given folder (a file's folder)."""
+    if setting:
+        return Path(setting).expanduser().absolute()
+    if recorded:
+        return Path(recorded)
+    roots: dict[str, int] = {}
+    for e in manifest:
+        if e.source and e.path.endswith("/" + e.source):
+            root = e.path[:-len(e.source) - 1]
+            roots[root] = roots.get(root, 0) + 1
+    if roots:
+        return Path(max(sorted(roots), key=roots.__getitem__))
+    first = Path(paths[0]).expanduser().absolute() if paths else Path.cwd()
+    return first if first.is_dir() else first.parent

@@ -7,11 +7,16 @@ counts; the results file; the run's summary table.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
+import os
+import shutil
+import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,12 +29,16 @@ from schemas.errors import InvalidValueError
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, QA_RESULT_SCHEMA, InvalidRow, QAResult, QARun, QATrace, Question
 from schemas.settings import Settings
 from tasks.common.files import atomic_path, write_parquet
+from tasks.common.http import safe_url
+from tasks.common.lock import is_dead, run_alive
 from tasks.qa.answer import Answerer, confidence, confidence_instruction, grade_evidence, result_record
 from tasks.qa.context import Context, contexts_for, expand_batch
 from tasks.qa.evaluate import hit_at, reciprocal_rank_at
 from tasks.qa.questions import QuestionSet
 from tasks.qa.retriever import Retriever
 from tasks.qa.types import MODES, Retrieval, trace_records
+from warehouse import db, published
+from warehouse.qa import running_qa_runs
 
 log = logging.getLogger("kbflow.qa")
 
@@ -84,6 +93,7 @@ class QASummary:
     run: QARun
     out_path: str
     invalid: list[InvalidRow] = field(default_factory=list)
+    note: str = ""  # e.g. a read-only home: nothing landed in the warehouse
 
 
 # ------------------------------------------------------------------------------------------------
@@ -182,10 +192,83 @@ def new_run_id() -> str:
 
 
 def out_path_for(settings: Settings, run_id: str, out: str | None) -> Path:
-    path = Path(out).expanduser().resolve() if out else settings.home / "qa" / f"{run_id}.jsonl"
+    default = settings.home / "qa" if home_writable(settings) else Path(tempfile.gettempdir())  # read-only home
+    path = Path(out).expanduser().resolve() if out else default / f"{run_id}.jsonl"
     if path.suffix.lower() not in OUT_FORMATS:
         raise InvalidValueError(f"--out {path.name!r}: use a .jsonl or .parquet file")
     return path
+
+
+# ------------------------------------------------------------------------------------------------
+# a run beside other processes: see warehouse.published (readers) and tasks.common.lock (run_alive)
+
+
+def home_writable(settings: Settings) -> bool:
+    return os.access(settings.home, os.W_OK) or not settings.home.exists()
+
+
+@contextlib.contextmanager
+def qa_scope(settings: Settings) -> Iterator[None]:
+    """A batch-QA or eval flow run: waits `warehouse_wait_s` for an ingest's transaction, marks dead
+    runs interrupted, and reads one published generation throughout."""
+    db.set_busy_wait(settings.runtime.warehouse_wait_s)
+    reap_interrupted(settings)
+    with published.pin(settings.db_path):
+        yield
+
+
+def reap_interrupted(settings: Settings) -> list[str]:
+    """Runs left `running` by a process that died (kill -9, a crash): marked `interrupted`, their
+    part files deleted. A live run holds its `run_alive` lock, so it is never taken for dead."""
+    home = settings.home
+    if not home_writable(settings) or not settings.db_path.exists():
+        return []
+    runs_dir = home / "qa" / "runs"
+    candidates = set(running_qa_runs(settings.db_path))
+    candidates |= {p.name for p in runs_dir.iterdir() if p.is_dir()} if runs_dir.is_dir() else set()
+    dead = sorted(r for r in candidates if is_dead(home, r))
+    if dead:
+        db.mark_qa_interrupted(settings.db_path, dead)
+        for run_id in dead:
+            shutil.rmtree(runs_dir / run_id, ignore_errors=True)
+        log.warning("batch-QA run(s) %s died before finishing: marked interrupted, part files removed",
+                    ", ".join(dead))
+    return dead
+
+
+_alive: dict[str, contextlib.ExitStack] = {}  # run_id → its held run_alive lock
+
+
+def open_run(settings: Settings, run: QARun) -> Path:
+    """Start a run: hold its alive lock, save its `qa_runs` row (`running`); return the folder of its
+    part files. On a read-only home nothing is saved and the parts go to a temporary folder."""
+    if not home_writable(settings):
+        log.warning("%s is read-only: run %s answers the questions but lands nothing in the warehouse "
+                    "(results file: %s)", settings.home, run.run_id, run.out_path)
+        return Path(tempfile.mkdtemp(prefix=f"kbflow-{run.run_id}-"))
+    stack = contextlib.ExitStack()
+    stack.enter_context(run_alive(settings.home, run.run_id))
+    _alive[run.run_id] = stack
+    try:
+        db.save_qa_run(settings.db_path, run)
+    except BaseException:
+        _alive.pop(run.run_id).close()
+        raise
+    return settings.home / "qa" / "runs" / run.run_id
+
+
+def landing_note(settings: Settings) -> str:
+    return "" if home_writable(settings) else (f"{settings.home} is read-only: results not landed in the warehouse "
+                                               "(they are in the results file)")
+
+
+def land_run(settings: Settings, run: QARun, results: list[Path], traces: list[Path]) -> None:
+    """Land a finished run's parts and row (one short retried transaction), then let its alive lock go."""
+    if not home_writable(settings):
+        return
+    db.land_qa(settings.db_path, run, results, traces)
+    if (stack := _alive.pop(run.run_id, None)) is not None:
+        stack.close()
 
 
 def load_retriever(settings: Settings, kb: str, *, embedder=None) -> Retriever:
@@ -208,8 +291,10 @@ def settings_used(settings: Settings, options: RetrievalOptions) -> Settings:
 
 
 def settings_json(settings: Settings) -> str:
-    # Settings hold no secrets (keys come from the environment only)
-    values = {k: (str(v) if isinstance(v, Path) else v) for k, v in settings.flat().items()}
+    # Keys come from the environment only; a URL setting may still carry credentials (user:password@,
+    # ?api_key=...): stored without user info, query and fragment.
+    values = {k: (str(v) if isinstance(v, Path) else safe_url(v) if k.endswith("_url") and v else v)
+              for k, v in settings.flat().items()}
     return json.dumps(values, ensure_ascii=False, sort_keys=True)
 
 

@@ -49,14 +49,15 @@ class Retriever:
 
     def __init__(self, settings: Settings, kb: str, *, embedder=None, reranker: Reranker | None = None,
                  bm25=None, collection=None):
-        from tasks.index import vector_index
+        from tasks.index import snapshot
         from tasks.index.bm25 import BM25Index
 
         self.settings, self.kb = settings, kb
-        self.collection = collection if collection is not None else vector_index.collection(settings, kb)
+        # the published snapshots, never the live Chroma/BM25 an ingest may be changing (tasks.index.snapshot)
+        self.collection = collection if collection is not None else snapshot.read_collection(settings, kb)
         self.size = self.collection.count()
         if bm25 is None:
-            bm25_dir = settings.bm25_dir / kb
+            bm25_dir = snapshot.bm25_dir(settings, kb)
             bm25 = BM25Index.load(bm25_dir) if bm25_dir.exists() else BM25Index()
         self.bm25 = bm25
         self._embedder = embedder

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from flows.ingest import ingest
+from schemas.errors import IndexIncompleteError
 from schemas.settings import load_settings
 from tasks.index import vector_index
 from tasks.index.bm25 import BM25Index
@@ -225,7 +226,9 @@ def test_exception_in_the_index_stage_leaves_duckdb_whole_and_the_next_run_repai
         return real(col, kb, documents, vectors)
 
     monkeypatch.setattr(vector_index, "upsert_documents", failing)
-    broken = ingest(paths=[str(corpus)], kb=KB, home=str(home))
+    with pytest.raises(IndexIncompleteError, match="1 document\\(s\\) landed but not indexed") as raised:
+        ingest(paths=[str(corpus)], kb=KB, home=str(home))  # the flow run fails: not everything is searchable
+    broken = raised.value.summary
     (outcome,) = [o for o in broken.outcomes if o.source == "a.md"]
     assert outcome.status == "landed" and "not indexed: RuntimeError: injected" in outcome.reason
     md5, count, md5s, rows = _document_rows(settings, "a.md")

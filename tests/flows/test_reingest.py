@@ -77,11 +77,13 @@ def test_added_changed_removed_skipped_across_runs(prefect_harness, tmp_path):
     assert [(o.source, o.status) for o in single.outcomes] == [("b.md", "skipped")]
     assert check(settings, "kb").duckdb == state.duckdb
 
-    # a rename: the new name takes the content over (parse cached), the old name leaves every store
+    # a rename: the document takes the new name (parse cached; not a delete + add), the old name
+    # leaves every store
     (corpus / "b.md").rename(corpus / "e.md")
     renamed = ingest(paths=[str(corpus)], kb="kb", home=str(home))
-    assert {o.source: o.status for o in renamed.outcomes if o.status != "skipped"} == {
-        "e.md": "landed", "b.md": "removed"}
+    assert {o.source: (o.status, o.change) for o in renamed.outcomes if o.status != "skipped"} == {
+        "e.md": ("landed", "renamed")}
+    assert renamed.removed == 0 and renamed.added == 0
     assert _ids(settings, "kb", "b.md") == {"duckdb": set(), "chroma": set(), "bm25": set()}
     assert check(settings, "kb").ok
 
@@ -90,7 +92,8 @@ def test_added_changed_removed_skipped_across_runs(prefect_harness, tmp_path):
     other.mkdir()
     shutil.copy(corpus / "e.md", other / "copy.md")
     dup = ingest(paths=[str(other)], kb="kb", home=str(home))
-    assert [(o.source, o.status) for o in dup.outcomes] == [("copy.md", "rejected")]
+    # (named relative to the KB's root, the folder of its first ingest)
+    assert [(o.source, o.status) for o in dup.outcomes] == [("../other/copy.md", "rejected")]
     kind, reason = db.query(settings.db_path, "SELECT error_kind, reason FROM ingest_failures WHERE run_id = ?",
                             [dup.run_id])[1][0]
     assert kind == "DuplicateFileError" and "same content as e.md" in reason

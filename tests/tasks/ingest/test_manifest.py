@@ -120,12 +120,13 @@ def test_same_content_under_another_existing_name_is_a_duplicate_a_rename_is_not
     found = Discovery(sources=[_src(f["a.md"], root, "A"), _src(copy, root, "A")])
     plan = mf.plan_reingest([str(root)], found, manifest, landed, KEY)
     assert plan.duplicates == [(found.sources[1], "a.md")] and not plan.todo
-    # renamed: the old path is gone, so the new name takes the content over and the old one is removed
+    # renamed: the old path is gone, so the document takes the new name (a rename, not a delete + add:
+    # its landing replaces the old name's rows and manifest row in one transaction)
     f["a.md"].unlink()
     found = Discovery(sources=[_src(copy, root, "A")])
     plan = mf.plan_reingest([str(root)], found, manifest, landed, KEY)
-    assert [(t.src.source, t.change) for t in plan.todo] == [("copy of a.md", mf.ADDED)]
-    assert [e.source for e in plan.removed] == ["a.md"]
+    assert [(t.src.source, t.change) for t in plan.todo] == [("copy of a.md", mf.RENAMED)]
+    assert plan.removed == []
 
 
 def test_pipeline_key_follows_chunking_settings_only():

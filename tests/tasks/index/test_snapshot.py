@@ -1,0 +1,34 @@
+"""The readers' vector snapshot answers like the Chroma collection it was exported from."""
+from __future__ import annotations
+
+import numpy as np
+
+from schemas.settings import load_settings
+from tasks.index import snapshot, vector_index
+
+
+def test_snapshot_collection_answers_like_chroma(tmp_path):
+    settings = load_settings(tmp_path / "home")
+    col = vector_index.collection(settings, "kb")
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(60, 16)).astype(np.float32)
+    ids = [f"doc{i % 3}.md_{i}" for i in range(60)]
+    metas = [{"source": f"doc{i % 3}.md", "chunk_type": "table" if i % 5 == 0 else "text",
+              "status": "inactive" if i == 7 else "active"} for i in range(60)]
+    col.add(ids=ids, embeddings=vectors, metadatas=metas, documents=[""] * 60)
+    path = tmp_path / "kb.parquet"
+    snapshot.export_vectors(col, path)
+    snap = snapshot.SnapshotCollection.load(path)
+
+    assert snap.count() == col.count() == 60
+    queries = rng.normal(size=(4, 16)).astype(np.float32)
+    for where in (None, {"source": {"$in": ["doc1.md"]}},
+                  {"$and": [{"source": {"$in": ["doc0.md", "doc2.md"]}}, {"chunk_type": {"$in": ["table"]}}]}):
+        want = col.query(query_embeddings=queries, n_results=8, where=where, include=["distances"])
+        got = snap.query(query_embeddings=queries, n_results=8, where=where, include=["distances"])
+        assert got["ids"] == want["ids"]
+        assert np.allclose(got["distances"], want["distances"], atol=1e-4)
+    assert snap.get(where={"status": {"$ne": "active"}}, include=[])["ids"] == ["doc1.md_7"]
+    assert len(snap.get(where={"chunk_type": {"$in": ["table"]}}, limit=1, include=[])["ids"]) == 1
+    assert set(snap.get(include=[])["ids"]) == vector_index.all_ids(col)
+    assert snapshot.SnapshotCollection.empty().query(query_embeddings=queries, n_results=3)["ids"] == [[]] * 4
