@@ -311,7 +311,7 @@ METRIC_COLOURS = ("#0072B2", "#56B4E9", "#009E73", "#E69F00", "#CC79A7", "#D55E0
 def metrics_svg(configs: list[tuple[str, dict[str, float | None]]], *, title: str) -> str:
     """Grouped vertical bars on a 0–1 scale: one group per configuration, one bar per metric."""
     shown = [(key, label) for key, label in METRIC_BARS if any(m.get(key) is not None for _, m in configs)]
-    width, height, left, top, bottom, legend_h = 900, 300, 44, 40, 44, 22
+    width, height, left, top, bottom = 900, 300, 44, 40, 44
     plot_w, plot_h = width - left - 16, height - top - bottom
     slot = plot_w / max(len(configs), 1)
     bar_w = slot * 0.8 / max(len(shown), 1)
@@ -489,15 +489,20 @@ def _lost_at(record: dict[str, Any]) -> str:
     return f"last held by {record['last_stage_with_gold']} (rank {record['best_gold_rank_there']})"
 
 
+def _records_by_run(rows: Rows) -> dict[str, list[dict[str, Any]]]:
+    runs: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows.rows:
+        record = dict(zip(rows.columns, row))
+        runs[record["run_id"]].append(record)
+    return runs
+
+
 def _questions_section(report: Report, run_labels: dict[str, str], what: str) -> str:
     """Per focus run: its misses (gold never reached the context) first, then every question."""
     rows = report.qa_questions
     if not rows.rows:
         return _no_data(rows, what)
-    runs: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for row in rows.rows:
-        record = dict(zip(rows.columns, row))
-        runs[record["run_id"]].append(record)
+    runs = _records_by_run(rows)
     parts = []
     for run_id, records in runs.items():
         misses = [r for r in records if r["gold_in_context"] is False]
@@ -531,10 +536,7 @@ def _funnel_section(report: Report, run_labels: dict[str, str], what: str) -> st
     rows = report.stage_hits
     if not rows.rows:
         return _no_data(rows, what)
-    runs: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for row in rows.rows:
-        record = dict(zip(rows.columns, row))
-        runs[record["run_id"]].append(record)
+    runs = _records_by_run(rows)
     note = ('<p class="note">Per stage, in pipeline order: of the labelled questions, how many had gold evidence '
             'among the stage\'s candidates (light bar) and within its top 5 (dark bar).</p>')
     return note + "".join(f"<h3>run {esc(run_label(run_id, run_labels))}</h3>"

@@ -105,7 +105,7 @@ CASES = [
     ("password.pdf", _password_pdf, "EncryptedFileError", "password-protected PDF"),
     ("password.docx", _write(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(4088)), "EncryptedFileError",
      "password-protected (encrypted) .docx"),
-    ("scanned.pdf", make_scanned_pdf, "NeedsModelsError", "needs MinerU OCR/layout models"),
+    ("scanned.pdf", make_scanned_pdf, *LANDED),  # no text layer: read by OCR
     ("big.txt", _write("很大的文件。\n" * 100_000), "FileTooLargeError", "exceeds the 1 MB limit (max_file_mb)"),
     ("drawing.dwg", _write(b"AC1032"), "UnsupportedFileError", "unsupported file type '.dwg'"),
     ("README", _write("no extension"), "UnsupportedFileError", "unsupported file type '.README'"),
