@@ -13,10 +13,12 @@ logged, never written to a cache, artifact or the warehouse:
 - `KBFLOW_LLM_API_KEY`: the key of the OpenAI-compatible endpoint `llm_base_url` (LLM table
   summaries, VLM image descriptions, batch-QA answers), sent as `Authorization: Bearer …`;
   optional (a local server may need none). Read by `tasks.common.llm`.
+- `KBFLOW_RERANK_API_KEY`: the key of the HTTP rerank endpoint `rerank_url` (Bearer), optional.
+  Read by `tasks.qa.rerank`.
 - `MINERU_API_TOKEN`: the MinerU cloud API v4 token (`mineru_api_base_url`). When it is set, the
   cloud API parses first and local MinerU is the fallback. Read by `tasks.ingest.parse.mineru_api`.
 
-(Neither matches a settings field, so the `KBFLOW_*` override loop never picks a key up.)
+(None matches a settings field, so the `KBFLOW_*` override loop never picks a key up.)
 """
 from __future__ import annotations
 
@@ -93,7 +95,7 @@ class RetrievalSettings:
     mmr_top_k: int = 30  # MMR_TOP_K
     mmr_lambda: float = 0.5  # MMR_LAMBDA
     enum_query_mmr_lambda: float = 0.85  # ENUM_QUERY_MMR_LAMBDA: enumeration questions keep more alike chunks
-    rerank_model: str = ""  # a local sentence-transformers CrossEncoder folder; "" = no rerank stage (SPEC §7)
+    rerank_model: str = ""  # a local CrossEncoder folder, or the model an HTTP / LLM reranker is asked for (SPEC §7)
     rerank_candidates: int = 20  # RERANK_CANDIDATES
     rerank_max_length: int = 512
     context_min_score: float = 0.05  # RERANK_CONTEXT_MIN_SCORE (rerank scale)
@@ -131,6 +133,13 @@ class RetrievalSettings:
     context_soft_admit_ratio: float = 0.8  # ours: "strong" = group score >= ratio x the best group's
     table_min_score_factor: float = 0.3  # table protection: a table beside a passing chunk needs min x 0.3
     chart_min_score_factor: float = 0.5  # images/charts: min x 0.5 (cross-encoders underrate descriptions)
+    # the reranker (tasks.qa.rerank): "" = chosen from what is set (rerank_url → http, else rerank_model →
+    # a local CrossEncoder folder, else none); "http", "crossencoder", "llm" (the chat endpoint llm_base_url,
+    # model rerank_model or llm_model), "off"
+    rerank_backend: str = ""
+    rerank_url: str = ""  # an HTTP /rerank endpoint (TEI, Infinity, Xinference, vLLM, Jina/Cohere-compatible)
+    rerank_api: str = "auto"  # its request shape: "tei" ({query, texts}), "cohere" ({model, query, documents}), auto
+    rerank_llm_max_chars: int = 600  # ours: the LLM reranker sees each candidate's first N characters
 
 
 @dataclass(frozen=True)
@@ -171,6 +180,10 @@ class RuntimeSettings:
     task_runner: str = "default"  # "default" (in the flow process) or "dask" (needs the [dask] extra)
     dask_address: str = ""  # "" = a LocalCluster; "tcp://host:8786" = an existing Dask scheduler
     dask_workers: int = 2  # LocalCluster worker processes (one thread each)
+    rerank_concurrency: int = 4  # HTTP / LLM rerank calls at once (one per question)
+    rerank_timeout_s: float = 60.0
+    rerank_max_retries: int = 3  # 429/5xx/timeouts, with backoff; then that question keeps its fused order
+    rerank_cache_enabled: bool = True  # scores cached under home/cache/rerank by (model, query, chunk text md5)
 
 
 # group name → its settings class, in kbflow.toml's order ([ingest], [index], ...)

@@ -288,4 +288,5 @@ def result_record(run_id: str, question: Question, retrieval: Retrieval, context
         gold_in_context=in_context, error=answer.error,
         recall_ms=round(t.get("recall", 0.0) * 1000, 3), fusion_ms=round(t.get("fusion", 0.0) * 1000, 3),
         rerank_ms=round(t.get("rerank", 0.0) * 1000, 3), rescue_ms=round(t.get("rescue", 0.0) * 1000, 3),
-        context_ms=round(context_ms, 3), answer_ms=round(answer.ms, 3), total_ms=round(total_ms, 3))
+        context_ms=round(context_ms, 3), answer_ms=round(answer.ms, 3), total_ms=round(total_ms, 3),
+        rerank_fallback=retrieval.rerank_fallback)
