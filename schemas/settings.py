@@ -158,6 +158,8 @@ class AnswerSettings:
     crag_min_rerank: float = 0.60  # seed 002 rerank_min_score
     crag_min_cosine: float = 0.0  # 0 = the embedding model's calibrated value (tasks.qa.answer); < 0 = off
     crag_widen_factor: int = 3  # ours: widening multiplies recall_k, mmr_top_k and rerank_candidates
+    extractive_table_cells: bool = True  # ours: a table answers "row — column: value" (tasks.qa.extract)
+    extractive_clauses: bool = True  # ours: a sentence answers with its shortest clause carrying the answer
 
 
 @dataclass(frozen=True)

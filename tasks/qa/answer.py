@@ -27,6 +27,7 @@ from schemas.errors import LLMError
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, QAResult, Question
 from schemas.settings import Settings
 from tasks.qa.context import Context
+from tasks.qa.extract import shortest_clause, table_cell
 from tasks.common.text import bigram_hit_rate, bigrams, clean_text
 from tasks.qa.types import Retrieval, evidence_text
 
@@ -170,28 +171,51 @@ def evidence_units(chunk) -> list[str]:
     return sentences(evidence_text(chunk))
 
 
+def _table_unit(question: str, q: set[str], chunk) -> tuple[float, str] | None:
+    """A table chunk's answer to the question as (overlap, "row — column: value"), or None when the
+    question names none of its row labels. The overlap is the question's bigrams found in what
+    names the cell (label, header, caption, section), on the sentences' scale."""
+    cell = table_cell(question, chunk.content)
+    if cell is None:
+        return None
+    where = " ".join((cell.label, cell.header, chunk.caption, chunk.section_path.rsplit(" > ", 1)[-1]))
+    return bigram_hit_rate(q, where), cell.text
+
+
 def extractive_answer(question: str, context: Context, settings: Settings) -> Answer | None:
-    """The context sentences (table rows) that hold most of the question's bigrams, with a little
-    credit for the chunk's own score, best first, each followed by its chunk's ref; None when none
-    holds `extractive_min_overlap` of them. A restated question ("问：…？") and a bare heading are
-    not answers: they are discounted / skipped."""
+    """The evidence units that hold most of the question's bigrams, with a little credit for the
+    chunk's own score, best first, each followed by its chunk's ref; None when none holds
+    `extractive_min_overlap` of them. A table answers with the cell the question names
+    (`tasks.qa.extract.table_cell`: "row — column: value"), a sentence with its shortest clause that
+    carries the answer (`extractive_clauses`; else the whole sentence). A restated question ("问：…？")
+    and a bare heading are not answers: they are discounted / skipped."""
     q = bigrams(question)
     if not q or not context.chunks:
         return None
+    a = settings.answer
     best_score = max((c.score for c in context.chunks), default=0.0) or 1.0
     scored = []
     for order, c in enumerate(context.chunks):
         headings = {clean_text(h) for h in c.chunk.section_path.split(" > ") + [c.chunk.title] if h}
+        credit = 0.1 * c.score / best_score
+        cell = _table_unit(question, q, c.chunk) if a.extractive_table_cells and c.chunk.chunk_type == TABLE \
+            else None
+        if cell is not None:
+            if cell[0] >= a.extractive_min_overlap:
+                scored.append((cell[0] + credit, -order, 0, cell[1][:MAX_SENTENCE_CHARS], c.chunk_id))
+            continue
         for pos, unit in enumerate(evidence_units(c.chunk)):
             cleaned = clean_text(unit)
             if len(cleaned) < MIN_SENTENCE_CHARS or cleaned in headings:
                 continue
             hit = bigram_hit_rate(q, unit)
-            if hit < settings.answer.extractive_min_overlap:
+            if hit < a.extractive_min_overlap:
                 continue
             if unit.endswith(("？", "?")) or unit.startswith(("问：", "问:", "Q:")):
                 hit *= 0.5
-            scored.append((hit + 0.1 * c.score / best_score, -order, -pos, unit[:MAX_SENTENCE_CHARS], c.chunk_id))
+            if a.extractive_clauses and c.chunk.chunk_type != TABLE:
+                unit = shortest_clause(question, unit)
+            scored.append((hit + credit, -order, -pos, unit[:MAX_SENTENCE_CHARS], c.chunk_id))
     if not scored:
         return None
     scored.sort(reverse=True)
@@ -200,7 +224,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
         if unit not in seen:
             seen.add(unit)
             picked.append((unit, chunk_id))
-        if len(picked) == settings.answer.extractive_max_sentences:
+        if len(picked) == a.extractive_max_sentences:
             break
     text = "".join(f"{s}[ref:{cid}]" for s, cid in picked)
     return Answer(text, EXTRACTIVE, list(dict.fromkeys(cid for _, cid in picked)))

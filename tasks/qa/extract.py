@@ -1,0 +1,181 @@
+"""What an offline (extractive) answer quotes: the table cell a question asks for, or the shortest
+clause of a sentence that carries the answer.
+
+- `table_cell`: a table chunk's content is one row a line, cells joined by " | " (tasks.ingest
+  renders MinerU's HTML so); the first rows without values are the header (stacked header rows
+  are joined per column), a later row with an empty first cell and no values starts a new header
+  block (a balance sheet's "本报告期末 | 上年度末" half). The row whose label the question names
+  best (the share of the label's terms found in the question, times how many: "营业收入" beats
+  "营业总收入" for "营业收入是多少") and the column whose header it names (terms, and numbers: a
+  year "2024", "2025/3/31" vs "2025年3月31日"; "期末余额" vs "期初余额") give
+  "row — column: value". When the question names no column, every value of the row is given
+  with its header ("row — h1: v1；h2: v2").
+- `shortest_clause`: the sentence's clauses (split at ，；: and the like); the one holding most of the
+  question's terms, widened by its neighbour when it says nothing the question did not.
+
+Terms (`terms`): CJK character bigrams (a lone CJK character as itself), ASCII words of two or more
+letters without English stop words, and numbers — so a bilingual table's "电芯容量Nominal Capacity"
+matches "nominal capacity" and "电芯容量" alike.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from tasks.common.text import STOP_WORDS
+
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_TERM = re.compile(rf"[{_CJK}]+|[a-z]+|[0-9]+(?:\.[0-9]+)?")
+_HAS_DIGIT = re.compile(r"[0-9]")
+_CLAUSE_END = re.compile(r"(?<=[，,；;：:])")
+_NUMBER = re.compile(r"[0-9]+")
+_NUMBERING = re.compile(r"^(?:no\.?|序号|[0-9]+(?:\.[0-9]+)*\.?)$", re.IGNORECASE)
+# words that ask rather than name: never evidence that a row or column was meant
+_ASKING = {"什么", "多少", "哪些", "哪个", "是多", "少元", "为多", "是什", "有哪", "how", "much", "many", "what",
+           "which", "value"}
+
+
+def terms(text: str) -> set[str]:
+    """The matching terms of `text` (see the module docstring)."""
+    out: set[str] = set()
+    for m in _TERM.finditer(unicodedata.normalize("NFKC", text or "").lower()):
+        tok = m.group()
+        if "\u3400" <= tok[0]:
+            out.update(tok[i:i + 2] for i in range(len(tok) - 1)) if len(tok) > 1 else out.add(tok)
+        elif tok[0].isdigit() or (len(tok) > 1 and tok not in STOP_WORDS):
+            out.add(tok)
+    return out - _ASKING
+
+
+def named(text: str, question_terms: set[str]) -> float:
+    """How well the question names `text`: matched terms x the share of text's terms matched."""
+    own = terms(text)
+    if not own:
+        return 0.0
+    hit = len(own & question_terms)
+    return hit * hit / len(own)
+
+
+# ------------------------------------------------------------------------------------------------
+# tables
+
+
+@dataclass
+class Cell:
+    """A table answer: the row label, the column header ("" = every column), the value, and how
+    strongly the question named the row and the column."""
+
+    label: str
+    header: str
+    value: str
+    row_score: float
+    column_score: float
+
+    @property
+    def text(self) -> str:
+        return f"{self.label} — {self.header}: {self.value}" if self.header else f"{self.label} — {self.value}"
+
+
+def _grid(content: str) -> list[list[str]]:
+    return [[c.strip() for c in line.split(" | ")] for line in (content or "").splitlines() if " | " in line]
+
+
+def _is_value(cell: str) -> bool:
+    return bool(_HAS_DIGIT.search(cell)) or cell in ("-", "--", "—", "×", "√", "X")
+
+
+def _value_row(row: list[str]) -> bool:
+    return any(_is_value(c) for c in row[1:])
+
+
+def _blocks(grid: list[list[str]]) -> list[tuple[list[str], list[list[str]]]]:
+    """(headers per column, data rows) blocks: the first row and the value-less rows right after it
+    are the header, joined per column; a later value-less row with an empty first cell and ≥ 2
+    named columns starts a new block ("| 本报告期末 | 上年度末")."""
+    blocks: list[tuple[list[str], list[list[str]]]] = []
+    header_rows: list[list[str]] = []
+    rows: list[list[str]] = []
+    for row in grid:
+        starts_block = not _value_row(row) and not row[0] and sum(bool(c) for c in row[1:]) >= 2
+        if not header_rows or (not rows and not _value_row(row)) or (rows and starts_block):
+            if rows:
+                blocks.append((_join_headers(header_rows), rows))
+                header_rows, rows = [], []
+            header_rows.append(row)
+        else:
+            rows.append(row)
+    if rows:
+        blocks.append((_join_headers(header_rows), rows))
+    return blocks
+
+
+def _join_headers(header_rows: list[list[str]]) -> list[str]:
+    width = max((len(r) for r in header_rows), default=0)
+    return [" ".join(r[i] for r in header_rows if i < len(r) and r[i]).strip() for i in range(width)]
+
+
+def _numbers(text: str) -> set[str]:
+    return {n.lstrip("0") or "0" for n in _NUMBER.findall(unicodedata.normalize("NFKC", text or ""))}
+
+
+def _column_score(header: str, question_terms: set[str], question_numbers: set[str]) -> float:
+    score = named(header, question_terms)
+    own = _numbers(header)
+    if own and question_numbers:  # a year or a date: all of the header's numbers in the question, or a miss
+        score += 2.0 if own <= question_numbers else (-1.0 if own.isdisjoint(question_numbers) else 0.5)
+    return score
+
+
+def table_cell(question: str, content: str) -> Cell | None:
+    """The cell of a " | " table the question asks for, or None when no row label is named."""
+    q, q_numbers = terms(question), _numbers(question)
+    best: tuple[float, Cell] | None = None
+    for headers, rows in _blocks(_grid(content)):
+        col_scores = [_column_score(h, q, q_numbers) for h in headers]
+        for row in rows:
+            # the label: the first cell, or the second after a "No." column ("1.1.1 | 电芯容量 | …")
+            k = 1 if _NUMBERING.match(row[0]) and len(row) > 2 else 0
+            label = row[k]
+            values = [j for j in range(k + 1, len(row)) if row[j]]
+            row_score = named(label, q)
+            if not label or not values or row_score <= 0:
+                continue
+            score, j = max((col_scores[j] if j < len(col_scores) else 0.0, -j) for j in values)
+            j = -j
+            if score > 0:
+                cell = Cell(label, headers[j] if j < len(headers) else "", row[j], row_score, score)
+            else:
+                every = "；".join(f"{headers[j]}: {row[j]}" if j < len(headers) and headers[j] else row[j]
+                                 for j in values)
+                cell = Cell(label, "", every, row_score, 0.0)
+            total = row_score + 0.8 * max(score, 0.0)
+            if best is None or total > best[0]:
+                best = (total, cell)
+    return best[1] if best else None
+
+
+# ------------------------------------------------------------------------------------------------
+# text
+
+
+def clauses(sentence: str) -> list[str]:
+    return [c for c in (p.strip() for p in _CLAUSE_END.split(sentence or "")) if c]
+
+
+def shortest_clause(question: str, sentence: str) -> str:
+    """The clause of `sentence` holding most of the question's terms (the earliest on a tie, since a
+    sentence states its subject first); with its neighbour when it adds nothing to the question."""
+    parts = clauses(sentence)
+    if len(parts) < 2:
+        return sentence.strip()
+    q = terms(question)
+    scores = [len(terms(p) & q) for p in parts]
+    i = max(range(len(parts)), key=lambda k: (scores[k], -k))
+    if scores[i] == 0:
+        return sentence.strip()
+    chosen = parts[i]
+    if not terms(chosen) - q:  # only restates the question: the answer is beside it
+        j = i + 1 if i + 1 < len(parts) else i - 1
+        chosen = "".join(parts[min(i, j):max(i, j) + 1])
+    return chosen.rstrip("，,；;：:")
