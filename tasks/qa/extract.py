@@ -175,7 +175,7 @@ def shortest_clause(question: str, sentence: str) -> str:
     if scores[i] == 0:
         return sentence.strip()
     chosen = parts[i]
-    if not terms(chosen) - q:  # only restates the question: the answer is beside it
+    if len(terms(chosen) - q) < 2:  # (nearly) only restates the question: the answer is beside it
         j = i + 1 if i + 1 < len(parts) else i - 1
         chosen = "".join(parts[min(i, j):max(i, j) + 1])
     return chosen.rstrip("，,；;：:")
