@@ -28,7 +28,13 @@ from tasks.common.text import STOP_WORDS
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TERM = re.compile(rf"[{_CJK}]+|[a-z]+|[0-9]+(?:\.[0-9]+)?")
 _HAS_DIGIT = re.compile(r"[0-9]")
-_CLAUSE_END = re.compile(r"(?<=[，,；;：:])")
+# clause ends: full-width ，；： anywhere, ASCII , ; : unless between digits ("129,800,000", "10:30")
+_CLAUSE_END = re.compile(r"(?<=[，；：])|(?<=[,;:])(?![0-9])|(?<=[^0-9][,;:])")
+# the question asks for a number, a date or a time: the clause that answers it holds a digit
+_ASKS_NUMBER = re.compile(r"多少|几[个年月天日次岁人项条种]|how many|how much", re.IGNORECASE)
+_ASKS_DATE = re.compile(r"哪一?年|哪一?天|哪个月|何时|什么时候|日期|which year|what year|what date|when",
+                        re.IGNORECASE)
+_DATE = re.compile(r"[0-9]+\s*[年月日]|[0-9]{4}\s*[-/.]\s*[0-9]{1,2}|\b(?:1[5-9]|20)[0-9]{2}\b")
 _NUMBER = re.compile(r"[0-9]+")
 _NUMBERING = re.compile(r"^(?:no\.?|序号|[0-9]+(?:\.[0-9]+)*\.?)$", re.IGNORECASE)
 # words that ask rather than name: never evidence that a row or column was meant
@@ -163,9 +169,16 @@ def clauses(sentence: str) -> list[str]:
     return [c for c in (p.strip() for p in _CLAUSE_END.split(sentence or "")) if c]
 
 
+def overlap(question_terms: set[str], text: str) -> float:
+    """Share of the question's terms found in `text`."""
+    return len(question_terms & terms(text)) / len(question_terms) if question_terms else 0.0
+
+
 def shortest_clause(question: str, sentence: str) -> str:
     """The clause of `sentence` holding most of the question's terms (the earliest on a tie, since a
-    sentence states its subject first); with its neighbour when it adds nothing to the question."""
+    sentence states its subject first), widened to its neighbour when it (nearly) only restates the
+    question — to the whole sentence when it is the last clause ("国有经济，即…，是国民经济中的主导
+    力量") — and to the nearest clause with a digit when the question asks for a number or a date."""
     parts = clauses(sentence)
     if len(parts) < 2:
         return sentence.strip()
@@ -174,8 +187,29 @@ def shortest_clause(question: str, sentence: str) -> str:
     i = max(range(len(parts)), key=lambda k: (scores[k], -k))
     if scores[i] == 0:
         return sentence.strip()
-    chosen = parts[i]
-    if len(terms(chosen) - q) < 2:  # (nearly) only restates the question: the answer is beside it
-        j = i + 1 if i + 1 < len(parts) else i - 1
-        chosen = "".join(parts[min(i, j):max(i, j) + 1])
-    return chosen.rstrip("，,；;：:")
+    # every clause that holds a good part of what the best one does, and what lies between them
+    strong = [k for k, sc in enumerate(scores) if sc * 2 >= scores[i]]
+    lo, hi = min(strong), max(strong)
+    if len(set().union(*(terms(p) for p in parts[lo:hi + 1])) - q) < 2:  # restates the question only
+        if hi + 1 < len(parts):
+            hi += 1
+        else:
+            lo = 0
+    answers = _answers_what_is_asked(question)
+    if answers is not None and not any(answers(p) for p in parts[lo:hi + 1]):
+        holding = [k for k, p in enumerate(parts) if answers(p)]
+        if holding:
+            k = min(holding, key=lambda k: (abs(k - i), k > i))  # the nearest, the earlier on a tie
+            lo, hi = min(lo, k), max(hi, k)
+    return "".join(parts[lo:hi + 1]).rstrip("，,；;：:")
+
+
+def _answers_what_is_asked(question: str):
+    """For a question asking a date or a number: a test whether a clause holds a date / a number the
+    question does not state itself; None for other questions."""
+    stated = _numbers(question)
+    if _ASKS_DATE.search(question):
+        return lambda part: any(_numbers(m.group()) - stated for m in _DATE.finditer(part))
+    if _ASKS_NUMBER.search(question):
+        return lambda part: bool(_numbers(part) - stated)
+    return None
