@@ -28,8 +28,9 @@ from tasks.common.text import STOP_WORDS
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TERM = re.compile(rf"[{_CJK}]+|[a-z]+|[0-9]+(?:\.[0-9]+)?")
 _HAS_DIGIT = re.compile(r"[0-9]")
-# clause ends: full-width ，；： anywhere, ASCII , ; : unless between digits ("129,800,000", "10:30")
-_CLAUSE_END = re.compile(r"(?<=[，；：])|(?<=[,;:])(?![0-9])|(?<=[^0-9][,;:])")
+# clause ends: full-width ，；： anywhere, ASCII ; : unless between digits ("10:30"); not the ASCII comma,
+# which lists words in English ("cut, copy, and paste") and groups digits ("129,800,000")
+_CLAUSE_END = re.compile(r"(?<=[，；：])|(?<=[;:])(?![0-9])|(?<=[^0-9][;:])")
 # the question asks for a number, a date or a time: the clause that answers it holds a digit
 _ASKS_NUMBER = re.compile(r"多少|几[个年月天日次岁人项条种]|how many|how much", re.IGNORECASE)
 _ASKS_DATE = re.compile(r"哪一?年|哪一?天|哪个月|何时|什么时候|日期|which year|what year|what date|when",
@@ -96,15 +97,16 @@ def _value_row(row: list[str]) -> bool:
 
 
 def _blocks(grid: list[list[str]]) -> list[tuple[list[str], list[list[str]]]]:
-    """(headers per column, data rows) blocks: the first row and the value-less rows right after it
-    are the header, joined per column; a later value-less row with an empty first cell and ≥ 2
-    named columns starts a new block ("| 本报告期末 | 上年度末")."""
+    """(headers per column, data rows) blocks: the first row and the value-less rows with an empty
+    first cell right after it are the header, joined per column (a row with a label is data even
+    when its values are words: "<-30 | 不允许 | 不允许"); a later value-less row with an empty first
+    cell and ≥ 2 named columns starts a new block ("| 本报告期末 | 上年度末")."""
     blocks: list[tuple[list[str], list[list[str]]]] = []
     header_rows: list[list[str]] = []
     rows: list[list[str]] = []
     for row in grid:
         starts_block = not _value_row(row) and not row[0] and sum(bool(c) for c in row[1:]) >= 2
-        if not header_rows or (not rows and not _value_row(row)) or (rows and starts_block):
+        if not header_rows or (not rows and not row[0] and not _value_row(row)) or (rows and starts_block):
             if rows:
                 blocks.append((_join_headers(header_rows), rows))
                 header_rows, rows = [], []
@@ -125,11 +127,21 @@ def _numbers(text: str) -> set[str]:
     return {n.lstrip("0") or "0" for n in _NUMBER.findall(unicodedata.normalize("NFKC", text or ""))}
 
 
+def _years(numbers: set[str]) -> set[str]:
+    return {n for n in numbers if len(n) == 4 and n[:2] in ("19", "20")}
+
+
 def _column_score(header: str, question_terms: set[str], question_numbers: set[str]) -> float:
+    """How well the question names a column: its terms, +2 when every number of the header is in
+    the question (a year, "2025/3/31" for "2025年3月31日"), -1 when both name years and they differ
+    (a header's other numbers, "20%SOC", are conditions, not a miss)."""
     score = named(header, question_terms)
     own = _numbers(header)
-    if own and question_numbers:  # a year or a date: all of the header's numbers in the question, or a miss
-        score += 2.0 if own <= question_numbers else (-1.0 if own.isdisjoint(question_numbers) else 0.5)
+    if own and question_numbers:
+        if own <= question_numbers:
+            score += 2.0
+        elif _years(own) and _years(question_numbers) and _years(own).isdisjoint(question_numbers):
+            score -= 1.0
     return score
 
 
