@@ -5,7 +5,9 @@ citations checked against the context, confidence, and the evidence grade.
   chunk's ref, the confidence instruction for the top-3 mean score (seed 001 §7.5), the question.
 - `Answerer`: the LLM through `tasks.common.llm.ChatClient` (timeouts, retries with backoff on 429/5xx)
   when `llm_base_url` and `llm_model` are set; otherwise, or when the call fails for good, an
-  extractive answer: the context sentences holding most of the question's bigrams, each with its ref.
+  extractive answer: the table cell the question names ("row — column: value") or the shortest
+  clause carrying the answer of the sentence holding most of the question's (rarity-weighted)
+  terms, each with its ref (`tasks.qa.extract`).
 - `validate_citations`: only chunks that were in the context may be cited; anything else is
   removed from the text (and counted), `[1]`-style marks too. An answer left with no citation gets
   the context chunk it overlaps most (seed 000 §10.3 `_attach_citations`).
