@@ -79,6 +79,7 @@ class QAResult:
     context_ms: float  # expansion + budget
     answer_ms: float
     total_ms: float
+    rerank_fallback: bool = False  # a reranker was configured but failed for this question: fused order kept
 
 
 @dataclass
@@ -127,6 +128,7 @@ class QARun:
     rerank_model: str
     llm_model: str  # "" = extractive answers
     settings_json: str  # the retrieval/answer settings of this run (no secrets)
+    rerank_failures: int = 0  # questions whose rerank call failed after retries (they kept the fused order)
 
 
 @dataclass

@@ -13,10 +13,12 @@ logged, never written to a cache, artifact or the warehouse:
 - `KBFLOW_LLM_API_KEY`: the key of the OpenAI-compatible endpoint `llm_base_url` (LLM table
   summaries, VLM image descriptions, batch-QA answers), sent as `Authorization: Bearer …`;
   optional (a local server may need none). Read by `tasks.common.llm`.
+- `KBFLOW_RERANK_API_KEY`: the key of the HTTP rerank endpoint `rerank_url` (Bearer), optional.
+  Read by `tasks.qa.rerank`.
 - `MINERU_API_TOKEN`: the MinerU cloud API v4 token (`mineru_api_base_url`). When it is set, the
   cloud API parses first and local MinerU is the fallback. Read by `tasks.ingest.parse.mineru_api`.
 
-(Neither matches a settings field, so the `KBFLOW_*` override loop never picks a key up.)
+(None matches a settings field, so the `KBFLOW_*` override loop never picks a key up.)
 """
 from __future__ import annotations
 
@@ -93,7 +95,7 @@ class RetrievalSettings:
     mmr_top_k: int = 30  # MMR_TOP_K
     mmr_lambda: float = 0.5  # MMR_LAMBDA
     enum_query_mmr_lambda: float = 0.85  # ENUM_QUERY_MMR_LAMBDA: enumeration questions keep more alike chunks
-    rerank_model: str = ""  # a local sentence-transformers CrossEncoder folder; "" = no rerank stage (SPEC §7)
+    rerank_model: str = ""  # a local CrossEncoder folder, or the model an HTTP / LLM reranker is asked for (SPEC §7)
     rerank_candidates: int = 20  # RERANK_CANDIDATES
     rerank_max_length: int = 512
     context_min_score: float = 0.05  # RERANK_CONTEXT_MIN_SCORE (rerank scale)
@@ -131,6 +133,13 @@ class RetrievalSettings:
     context_soft_admit_ratio: float = 0.8  # ours: "strong" = group score >= ratio x the best group's
     table_min_score_factor: float = 0.3  # table protection: a table beside a passing chunk needs min x 0.3
     chart_min_score_factor: float = 0.5  # images/charts: min x 0.5 (cross-encoders underrate descriptions)
+    # the reranker (tasks.qa.rerank): "" = chosen from what is set (rerank_url → http, else rerank_model →
+    # a local CrossEncoder folder, else none); "http", "crossencoder", "llm" (the chat endpoint llm_base_url,
+    # model rerank_model or llm_model), "off"
+    rerank_backend: str = ""
+    rerank_url: str = ""  # an HTTP /rerank endpoint (TEI, Infinity, Xinference, vLLM, Jina/Cohere-compatible)
+    rerank_api: str = "auto"  # its request shape: "tei" ({query, texts}), "cohere" ({model, query, documents}), auto
+    rerank_llm_max_chars: int = 600  # ours: the LLM reranker sees each candidate's first N characters
 
 
 @dataclass(frozen=True)
@@ -142,13 +151,16 @@ class AnswerSettings:
     confidence_warn_rrf: float = 0.4  # ours: top chunks found by one channel only, low there too
     confidence_caution_rrf: float = 0.6  # ours: the channels disagree on the top chunks
     answer_max_tokens: int = 1024
-    extractive_max_sentences: int = 2  # ours: the offline answer quotes this many evidence sentences
-    extractive_min_overlap: float = 0.15  # ours: a sentence must hold this share of the question's bigrams
+    extractive_max_sentences: int = 2  # ours: the offline answer quotes at most this many evidence units
+    extractive_min_overlap: float = 0.15  # ours: a unit must hold this share of the question's terms
     crag_enabled: bool = True
     crag_min_items: int = 2  # seed 002 grade_evidence min_items
     crag_min_rerank: float = 0.60  # seed 002 rerank_min_score
     crag_min_cosine: float = 0.0  # 0 = the embedding model's calibrated value (tasks.qa.answer); < 0 = off
     crag_widen_factor: int = 3  # ours: widening multiplies recall_k, mmr_top_k and rerank_candidates
+    extractive_table_cells: bool = True  # ours: a table answers "row — column: value" (tasks.qa.extract)
+    extractive_clauses: bool = True  # ours: a sentence answers with its shortest clause carrying the answer
+    extractive_tie_ratio: float = 0.8  # ours: a 2nd..max unit is quoted only if it scores >= ratio x the best
 
 
 @dataclass(frozen=True)
@@ -189,6 +201,10 @@ class RuntimeSettings:
     max_unpacked_mb: float = 512.0  # an Office/zip input whose members unpack to more is rejected (zip bombs)
     max_zip_members: int = 10000  # ... or that holds more members than this
     source_root: str = ""  # "" = each KB's recorded root (its first ingest's folder); a folder = names relative to it
+    rerank_concurrency: int = 4  # HTTP / LLM rerank calls at once (one per question)
+    rerank_timeout_s: float = 60.0
+    rerank_max_retries: int = 3  # 429/5xx/timeouts, with backoff; then that question keeps its fused order
+    rerank_cache_enabled: bool = True  # scores cached under home/cache/rerank by (model, query, chunk text md5)
 
 
 # group name → its settings class, in kbflow.toml's order ([ingest], [index], ...)

@@ -75,6 +75,7 @@ class ChatClient:
     backoff_s: float = 1.0  # first retry waits ~1 s, then 2, 4, … (with jitter)
     max_backoff_s: float = 60.0  # also caps Retry-After
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
+    key_env: str = API_KEY_ENV  # where the key came from, for messages (the reranker has its own)
 
     def __post_init__(self) -> None:
         base = (self.base_url or "").strip().rstrip("/")
@@ -129,8 +130,15 @@ class ChatClient:
         body: dict[str, Any] = {"model": model, "messages": list(messages), "temperature": temperature, **params}
         if max_tokens is not None:
             body["max_tokens"] = max_tokens
+        resp = self.post(self.url, body, what=f"chat completion, model {model}", model=model, timeout_s=timeout_s)
+        return self._answer(resp, safe_url(self.url), strip_reasoning)
+
+    def post(self, url: str, body: Any, *, what: str, model: str = "", timeout_s: float | None = None,
+             ) -> requests.Response:
+        """POST `body` as JSON to `url` with the retries above; the HTTP 200 response. Also used by
+        the HTTP rerank client (same key handling, same backoff)."""
         timeout = (self.connect_timeout_s, timeout_s or self.read_timeout_s)
-        where = safe_url(self.url)
+        where = safe_url(url)
         last = ""
         status: int | None = None
         for attempt in range(self.max_retries + 1):
@@ -138,7 +146,7 @@ class ChatClient:
             with self._lock:
                 self.requests_sent += 1
             try:
-                resp = self._session().post(self.url, json=body, headers=self._headers(), timeout=timeout)
+                resp = self._session().post(url, json=body, headers=self._headers(), timeout=timeout)
             except requests.Timeout:
                 last, status = f"timed out after {timeout[1]:g}s", None
             except requests.ConnectionError as exc:
@@ -148,19 +156,19 @@ class ChatClient:
             else:
                 status = resp.status_code
                 if status == 200:
-                    return self._answer(resp, where, strip_reasoning)
+                    return resp
                 detail = self._clean(resp.text, 200)
                 if status in (401, 403):
                     raise LLMAuthError(f"{where}: HTTP {status}, the endpoint refused the key "
-                                       f"(check {API_KEY_ENV}): {detail}", status=status)
+                                       f"(check {self.key_env}): {detail}", status=status)
                 if status != 429 and status < 500 and status != 408:
                     raise LLMRequestError(f"{where}: HTTP {status} for model {model!r}: {detail}", status=status)
                 last = f"HTTP {status}: {detail}"
                 retry_after = retry_after_seconds(resp.headers.get("Retry-After"))
             if attempt < self.max_retries:
                 delay = self._delay(attempt, retry_after)
-                log.warning("chat completion (%s, model %s): %s; retry %d/%d in %.1fs",
-                            where, model, last, attempt + 1, self.max_retries, delay)
+                log.warning("%s (%s): %s; retry %d/%d in %.1fs", what, where, last, attempt + 1, self.max_retries,
+                            delay)
                 self.sleep(delay)
         raise LLMUnavailableError(f"{where}: {last} (gave up after {self.max_retries + 1} attempts)", status=status)
 

@@ -5,7 +5,9 @@ citations checked against the context, confidence, and the evidence grade.
   chunk's ref, the confidence instruction for the top-3 mean score (seed 001 §7.5), the question.
 - `Answerer`: the LLM through `tasks.common.llm.ChatClient` (timeouts, retries with backoff on 429/5xx)
   when `llm_base_url` and `llm_model` are set; otherwise, or when the call fails for good, an
-  extractive answer: the context sentences holding most of the question's bigrams, each with its ref.
+  extractive answer: the table cell the question names ("row — column: value") or the shortest
+  clause carrying the answer of the sentence holding most of the question's (rarity-weighted)
+  terms, each with its ref (`tasks.qa.extract`).
 - `validate_citations`: only chunks that were in the context may be cited; anything else is
   removed from the text (and counted), `[1]`-style marks too. An answer left with no citation gets
   the context chunk it overlaps most (seed 000 §10.3 `_attach_citations`).
@@ -16,8 +18,10 @@ citations checked against the context, confidence, and the evidence grade.
 """
 from __future__ import annotations
 
+import math
 import re
 import time
+from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -27,6 +31,7 @@ from schemas.errors import LLMError
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, QAResult, Question
 from schemas.settings import Settings
 from tasks.qa.context import Context
+from tasks.qa.extract import shortest_clause, table_cell, terms
 from tasks.common.text import bigram_hit_rate, bigrams, clean_text
 from tasks.qa.types import Retrieval, evidence_text
 
@@ -170,37 +175,72 @@ def evidence_units(chunk) -> list[str]:
     return sentences(evidence_text(chunk))
 
 
+def _table_unit(question: str, chunk) -> tuple[str, str, bool] | None:
+    """A table chunk's answer to the question as (what names the cell: label, header, caption,
+    section; "row — column: value"; whether the question named the column too), or None when the
+    question names none of its row labels."""
+    cell = table_cell(question, chunk.content)
+    if cell is None:
+        return None
+    where = " ".join((cell.label, cell.header, chunk.caption, chunk.section_path.rsplit(" > ", 1)[-1]))
+    return where, cell.text, cell.column_score > 0
+
+
 def extractive_answer(question: str, context: Context, settings: Settings) -> Answer | None:
-    """The context sentences (table rows) that hold most of the question's bigrams, with a little
-    credit for the chunk's own score, best first, each followed by its chunk's ref; None when none
-    holds `extractive_min_overlap` of them. A restated question ("问：…？") and a bare heading are
-    not answers: they are discounted / skipped."""
-    q = bigrams(question)
+    """The evidence units that hold most of the question's terms (`tasks.qa.extract.terms`: CJK
+    bigrams, English words, numbers), each term weighted by how rare it is among the context's
+    units (a term every unit shares, the product name, decides nothing), with a little credit for
+    the chunk's own score, best first, each followed by its chunk's ref; a unit must hold
+    `extractive_min_overlap` of the question's terms, else None. A table answers with the cell the
+    question names (`tasks.qa.extract.table_cell`: "row — column: value"; +0.1 when it names the
+    column too: row and column named is the strongest evidence there is), a sentence with its
+    shortest clause that carries the answer (`extractive_clauses`; else the whole sentence). A
+    restated question ("问：…？") and a bare heading are not answers: they are discounted / skipped."""
+    q = terms(question)
     if not q or not context.chunks:
         return None
+    a = settings.answer
     best_score = max((c.score for c in context.chunks), default=0.0) or 1.0
-    scored = []
+    units = []  # (terms of what is matched, bonus, credit, order, position, text shown, chunk id, a sentence?)
     for order, c in enumerate(context.chunks):
         headings = {clean_text(h) for h in c.chunk.section_path.split(" > ") + [c.chunk.title] if h}
+        credit = 0.1 * c.score / best_score
+        cell = _table_unit(question, c.chunk) if a.extractive_table_cells and c.chunk.chunk_type == TABLE \
+            else None
+        if cell is not None:
+            units.append((terms(cell[0]), 0.1 if cell[2] else 0.0, credit, order, 0, cell[1], c.chunk_id, False))
+            continue
         for pos, unit in enumerate(evidence_units(c.chunk)):
             cleaned = clean_text(unit)
             if len(cleaned) < MIN_SENTENCE_CHARS or cleaned in headings:
                 continue
-            hit = bigram_hit_rate(q, unit)
-            if hit < settings.answer.extractive_min_overlap:
-                continue
-            if unit.endswith(("？", "?")) or unit.startswith(("问：", "问:", "Q:")):
-                hit *= 0.5
-            scored.append((hit + 0.1 * c.score / best_score, -order, -pos, unit[:MAX_SENTENCE_CHARS], c.chunk_id))
+            restated = unit.endswith(("？", "?")) or unit.startswith(("问：", "问:", "Q:"))
+            units.append((terms(unit), -1.0 if restated else 0.0, credit, order, pos, unit, c.chunk_id,
+                          c.chunk.chunk_type != TABLE))
+    df = Counter(t for u in units for t in u[0] & q)
+    weight = {t: math.log(1.0 + (len(units) + 1) / (1 + df[t])) for t in q}
+    total = sum(weight.values())
+    scored = []
+    for found, bonus, credit, order, pos, unit, chunk_id, sentence in units:
+        shared = found & q
+        if len(shared) / len(q) < a.extractive_min_overlap:
+            continue
+        hit = sum(weight[t] for t in shared) / total
+        hit = hit * 0.25 if bonus < 0 else hit + bonus  # a restated question holds every term: a quarter
+        if a.extractive_clauses and sentence:
+            unit = shortest_clause(question, unit)
+        scored.append((hit + credit, -order, -pos, unit[:MAX_SENTENCE_CHARS], chunk_id))
     if not scored:
         return None
     scored.sort(reverse=True)
     picked, seen = [], set()
-    for _, _, _, unit, chunk_id in scored:
+    for score, _, _, unit, chunk_id in scored:
+        if picked and score < a.extractive_tie_ratio * scored[0][0]:
+            break  # a further unit only when it nearly ties with the best: the reader gets both
         if unit not in seen:
             seen.add(unit)
             picked.append((unit, chunk_id))
-        if len(picked) == settings.answer.extractive_max_sentences:
+        if len(picked) == a.extractive_max_sentences:
             break
     text = "".join(f"{s}[ref:{cid}]" for s, cid in picked)
     return Answer(text, EXTRACTIVE, list(dict.fromkeys(cid for _, cid in picked)))
@@ -288,4 +328,5 @@ def result_record(run_id: str, question: Question, retrieval: Retrieval, context
         gold_in_context=in_context, error=answer.error,
         recall_ms=round(t.get("recall", 0.0) * 1000, 3), fusion_ms=round(t.get("fusion", 0.0) * 1000, 3),
         rerank_ms=round(t.get("rerank", 0.0) * 1000, 3), rescue_ms=round(t.get("rescue", 0.0) * 1000, 3),
-        context_ms=round(context_ms, 3), answer_ms=round(answer.ms, 3), total_ms=round(total_ms, 3))
+        context_ms=round(context_ms, 3), answer_ms=round(answer.ms, 3), total_ms=round(total_ms, 3),
+        rerank_fallback=retrieval.rerank_fallback)

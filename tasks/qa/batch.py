@@ -59,6 +59,7 @@ class BatchStats:
     hit5: float = 0.0
     reciprocal_rank: float = 0.0  # within 10
     retrieval_s: float = 0.0  # wall time of retrieval (both passes), contexts and answers excluded
+    rerank_fallbacks: int = 0  # questions the reranker failed for (fused order kept)
 
     def add(self, other: BatchStats) -> None:
         for f in dataclasses.fields(self):
@@ -169,6 +170,7 @@ def answer_batch(questions: list[Question], retriever: Retriever, answerer: Answ
         stats.extractive += a.mode == EXTRACTIVE
         stats.llm_failures += llm_failed
         stats.widened += r.widened
+        stats.rerank_fallbacks += r.rerank_fallback
         if q.labelled:
             stats.labelled += 1
             stats.hit1 += hit_at(rec.gold_rank, 1)
@@ -286,7 +288,7 @@ def settings_used(settings: Settings, options: RetrievalOptions) -> Settings:
         off.update(bm25_divergence_rescue_enabled=False, lexical_rescue_enabled=False,
                    section_cluster_rescue_enabled=False)
     if not options.rerank:
-        off.update(rerank_model="")
+        off.update(rerank_model="", rerank_url="", rerank_backend="off")
     return settings.replace(**off)
 
 
@@ -304,6 +306,7 @@ def new_run(qset: QuestionSet, retriever: Retriever, answerer: Answerer, setting
     retriever's embedder when the mode recalls by vector."""
     used = settings_used(settings, options)
     embedding_model = retriever.embedder.model_id if "vector" in MODES[options.mode] else ""  # loaded before the map
+    reranker = getattr(retriever, "reranker", None) if options.rerank else None
     return QARun(run_id=run_id, kb=retriever.kb, flow_run_id=flow_run_id,
                  questions_path=str(Path(qset.path).resolve()), out_path=str(out_path), mode=options.mode,
                  started_at=datetime.now(timezone.utc), finished_at=None, status="running",
@@ -311,7 +314,7 @@ def new_run(qset: QuestionSet, retriever: Retriever, answerer: Answerer, setting
                  invalid_reasons=[f"line {r.line}: {r.reason}" for r in qset.invalid[:100]], failed=0, answered=0,
                  insufficient=0, llm_answers=0, extractive_answers=0, llm_failures=0, widened=0, labelled=0,
                  hit_at_1=None, hit_at_5=None, mrr_at_10=None, retrieval_qps=0.0, embedding_model=embedding_model,
-                 rerank_model=used.retrieval.rerank_model,
+                 rerank_model=reranker.model_id if reranker is not None else "",
                  llm_model=settings.llm.llm_model if answerer.uses_llm else "",
                  settings_json=settings_json(used))
 
@@ -323,6 +326,7 @@ def finish_run(run: QARun, stats: BatchStats, *, failed: int, landed_batches: in
     run.answered, run.insufficient = stats.answered, stats.insufficient
     run.llm_answers, run.extractive_answers, run.llm_failures = stats.llm, stats.extractive, stats.llm_failures
     run.widened, run.labelled = stats.widened, stats.labelled
+    run.rerank_failures = stats.rerank_fallbacks
     if stats.labelled:
         run.hit_at_1 = stats.hit1 / stats.labelled
         run.hit_at_5 = stats.hit5 / stats.labelled
@@ -354,6 +358,7 @@ def run_table(run: QARun, invalid: list[InvalidRow]) -> list[dict[str, Any]]:
         {"metric": "insufficient evidence", "value": run.insufficient},
         {"metric": "widened once (CRAG-lite)", "value": run.widened},
         {"metric": "LLM failures (fell back to extractive)", "value": run.llm_failures},
+        {"metric": "rerank failures (fused order kept)", "value": run.rerank_failures},
         {"metric": "failed (batch errors)", "value": run.failed},
         {"metric": "retrieval questions/s", "value": round(run.retrieval_qps, 2)},
     ]

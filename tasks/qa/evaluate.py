@@ -34,8 +34,10 @@ from tasks.common.files import atomic_path
 from tasks.qa.answer import without_citations
 
 COMPLETED, SKIPPED = "completed", "skipped"
-NO_RERANKER = ("no reranker configured: set rerank_model in kbflow.toml or KBFLOW_RERANK_MODEL to a local "
-               "sentence-transformers CrossEncoder folder")
+NO_RERANKER = ("no reranker configured: set rerank_url (an HTTP /rerank endpoint: TEI, Infinity, Xinference, vLLM, "
+               "Jina/Cohere-compatible), rerank_backend = \"llm\" (the llm_base_url chat endpoint), or rerank_model "
+               "to a local sentence-transformers CrossEncoder folder (kbflow.toml, or KBFLOW_RERANK_URL, "
+               "KBFLOW_RERANK_BACKEND, KBFLOW_RERANK_MODEL)")
 METRIC_FORMATS = (".json", ".csv")
 
 

@@ -35,7 +35,7 @@ from schemas.qa import RERANK, RRF
 from schemas.settings import Settings
 from tasks.qa.filters import adaptive_top_k, chapter_markers, filter_candidates, in_section, is_enum_query, mmr
 from tasks.qa.fusion import dynamic_weights, figures_on_vector_scale, rrf_fuse
-from tasks.qa.rerank import Reranker, rerank
+from tasks.qa.rerank import Reranker, rerank, reranker_from_settings
 from tasks.qa.rescue import rescue
 from tasks.qa.types import (BM25, FIGURE, FIGURE_TYPES, MODES, VECTOR, Candidate, ChannelHits, Retrieval,
                             evidence_text)
@@ -61,10 +61,7 @@ class Retriever:
             bm25 = BM25Index.load(bm25_dir) if bm25_dir.exists() else BM25Index()
         self.bm25 = bm25
         self._embedder = embedder
-        if reranker is None and settings.retrieval.rerank_model:
-            reranker = Reranker(settings.retrieval.rerank_model, batch_size=settings.runtime.rerank_batch_size,
-                                max_length=settings.retrieval.rerank_max_length)
-        self.reranker = reranker
+        self.reranker = reranker if reranker is not None else reranker_from_settings(settings)
         # the KB does not change during a run: which chunks are not active, whether any figure exists
         self.inactive = frozenset(self.collection.get(where={"status": {"$ne": "active"}}, include=[])["ids"]) \
             if self.size else frozenset()
@@ -227,17 +224,19 @@ class Retriever:
         return bm25_top
 
     def _rerank(self, out: list[Retrieval], n: int) -> None:
-        """The first `n` candidates of every question through the cross-encoder in one call; the
-        rest (never reranked) score 0 on the rerank scale."""
+        """The first `n` candidates of every question through the reranker (one call per batch or per
+        question, by backend); the rest (never reranked) score 0 on the rerank scale. A question the
+        reranker failed for keeps its fused order and scale, marked `rerank_fallback`."""
         batch = [(r, r.ranked[:n]) for r in out if r.ranked]
-        scores = self.reranker.score([(r.question, evidence_text(c.chunk)) for r, cs in batch for c in cs])
-        pos = 0
-        for r, cs in batch:
+        scored = self.reranker.score_lists([(r.question, [evidence_text(c.chunk) for c in cs]) for r, cs in batch])
+        for (r, cs), scores in zip(batch, scored):
+            if scores is None:
+                r.rerank_fallback = True
+                continue
             tail = [replace(c, score=0.0) for c in r.ranked[len(cs):]]
-            r.ranked = rerank(cs, scores[pos:pos + len(cs)]) + tail
+            r.ranked = rerank(cs, scores) + tail
             r.score_scale = RERANK
             r.trace("rerank", r.ranked[:len(cs)])
-            pos += len(cs)
 
     def _fuse(self, chs: list[ChannelHits], records: dict[str, Chunk]) -> list[Candidate]:
         if self.settings.retrieval.dynamic_rrf_enabled:

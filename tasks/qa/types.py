@@ -68,6 +68,7 @@ class Retrieval:
     widened: bool = False
     stages: list[StageTrace] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)  # stage → seconds for this question
+    rerank_fallback: bool = False  # the reranker failed for this question: the fused order stands
 
     def trace(self, stage: str, cands: Sequence[Candidate] | Sequence[tuple[str, float, str]]) -> None:
         hits = [c if isinstance(c, tuple) else (c.chunk_id, c.score, c.rescued or c.expanded_from) for c in cands]

@@ -14,7 +14,7 @@ from flows.cli import main
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM
 from tasks.common.progress import listening
 from tasks.qa.answer import NOT_FOUND
-from tests.http_fakes import FakeServer, chat_reply
+from tests.http_fakes import FakeServer, Reply, chat_reply
 from warehouse import db
 
 N = 40  # questions per run: enough for every batch path, quick on two cores
@@ -126,6 +126,35 @@ def test_crag_widens_once_then_says_the_kb_does_not_contain_it(qa, monkeypatch):
     assert run.widened == 0 and run.answered == 6
 
 
+def test_http_reranker_and_its_failures_per_question(qa, monkeypatch):
+    """A TEI-shaped /rerank server that scores by shared characters and fails (HTTP 500) for two of
+    the questions: those keep the fused order, are marked in qa_results and counted in qa_runs."""
+    home, lines, tmp = qa
+    qs = [json.loads(line) for line in lines[:6]]
+    failing = {qs[1]["question"], qs[4]["question"]}
+    path = tmp / "q.jsonl"
+    path.write_text("\n".join(lines[:6]) + "\n", encoding="utf-8")
+
+    def tei(req):
+        body = req.json()
+        if body["query"] in failing:
+            return Reply(500, b"CUDA error")
+        chars = set(body["query"])
+        scores = [len(chars & set(t)) / len(chars) for t in body["texts"]]
+        return Reply.json([{"index": i, "score": sc} for i, sc in sorted(enumerate(scores), key=lambda x: -x[1])])
+
+    with FakeServer(tei) as server:
+        for name, value in (("RERANK_URL", server.url), ("RERANK_API", "tei"), ("RERANK_MAX_RETRIES", "0")):
+            monkeypatch.setenv(f"KBFLOW_{name}", value)
+        run = batch_qa(questions=str(path), kb="cmrc", home=str(home)).run
+    assert run.rerank_failures == 2 and run.rerank_model == server.url + "/rerank" and run.answered == 6
+    results = {r["question"]: r for r in rows(home, "SELECT * FROM qa_results WHERE run_id = ?", [run.run_id])}
+    for question, r in results.items():
+        assert r["rerank_fallback"] == (question in failing)
+        assert r["score_scale"] == ("rrf" if question in failing else "rerank")
+    assert {json.loads(r.body)["query"] for r in server.requests} == {q["question"] for q in qs}
+
+
 def test_a_failed_batch_does_not_lose_the_others(qa, monkeypatch):
     home, lines, tmp = qa
     path = tmp / "q.jsonl"
@@ -186,6 +215,7 @@ def test_demo_question_set_end_to_end(demo_kb, tmp_path):
     # the offline answer quotes the evidence: most expected answers appear in it verbatim
     quoted = sum(any(a in r["answer"] for a in r["expected_answers"]) for r in results)
     assert quoted >= len(results) // 2, [(r["question"], r["answer"]) for r in results]
-    # a table row answers the table question, quoted under its header row and cited
+    # the table question is answered by the cell it names (row and column), cited
     (table_q,) = [r for r in results if "西岭区" in r["question"]]
-    assert "西岭区 | 16800 | 16500" in table_q["answer"] and "water_management_policy.docx_4" in table_q["citations"]
+    assert table_q["answer"].startswith("西岭区 — 2025年度指标: 16500[ref:water_management_policy.docx_4]")
+    assert "water_management_policy.docx_4" in table_q["citations"]

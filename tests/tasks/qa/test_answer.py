@@ -69,7 +69,9 @@ def test_citations_only_to_context_chunks():
 def test_extractive_answer_quotes_the_best_sentence_with_its_ref():
     ans = extractive_answer(QUESTION, context(), S)
     assert ans.mode == EXTRACTIVE and ans.citations == ["game.md_0"]
-    assert ans.text.startswith("每次泡封会减少生命数，生命数耗完即算为踢爆。[ref:game.md_0]")
+    assert ans.text.startswith("生命数耗完即算为踢爆。[ref:game.md_0]")  # the clause, not the sentence
+    whole = extractive_answer(QUESTION, context(), S.replace(extractive_clauses=False))
+    assert whole.text.startswith("每次泡封会减少生命数，生命数耗完即算为踢爆。[ref:game.md_0]")
     assert extractive_answer("完全不相干的提问内容", context(), S) is None
 
 
@@ -157,4 +159,7 @@ def test_extractive_answer_quotes_a_table_row_with_its_header_not_a_restated_que
                 source="faq.txt", chunk_id="faq.txt_0", section_path="第二章 用水指标")
     ctx = build_context([Candidate("faq.txt_0", 0.9, chunk=faq), Candidate("p.docx_4", 0.8, chunk=table)], S)
     ans = extractive_answer("西岭区2025年度用水指标是多少？", ctx, S.replace(extractive_max_sentences=1))
-    assert ans.text == "行政区 | 2024年度指标 | 2025年度指标：西岭区 | 16800 | 16500[ref:p.docx_4]"
+    assert ans.text == "西岭区 — 2025年度指标: 16500[ref:p.docx_4]"  # the row and the column asked for
+    rows = extractive_answer("西岭区2025年度用水指标是多少？", ctx,
+                             S.replace(extractive_max_sentences=1, extractive_table_cells=False))
+    assert rows.text == "行政区 | 2024年度指标 | 2025年度指标：西岭区 | 16800 | 16500[ref:p.docx_4]"

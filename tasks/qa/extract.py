@@ -1,0 +1,227 @@
+"""What an offline (extractive) answer quotes: the table cell a question asks for, or the shortest
+clause of a sentence that carries the answer.
+
+- `table_cell`: a table chunk's content is one row a line, cells joined by " | " (tasks.ingest
+  renders MinerU's HTML so); the first rows without values are the header (stacked header rows
+  are joined per column), a later row with an empty first cell and no values starts a new header
+  block (a balance sheet's "本报告期末 | 上年度末" half). The row whose label the question names
+  best (the share of the label's terms found in the question, times how many: "营业收入" beats
+  "营业总收入" for "营业收入是多少") and the column whose header it names (terms, and numbers: a
+  year "2024", "2025/3/31" vs "2025年3月31日"; "期末余额" vs "期初余额") give
+  "row — column: value". When the question names no column, every value of the row is given
+  with its header ("row — h1: v1；h2: v2").
+- `shortest_clause`: the sentence's clauses (split at ，；: and the like); the one holding most of the
+  question's terms, widened by its neighbour when it says nothing the question did not.
+
+Terms (`terms`): CJK character bigrams (a lone CJK character as itself), ASCII words of two or more
+letters without English stop words, and numbers — so a bilingual table's "电芯容量Nominal Capacity"
+matches "nominal capacity" and "电芯容量" alike.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from tasks.common.text import STOP_WORDS
+
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_TERM = re.compile(rf"[{_CJK}]+|[a-z]+|[0-9]+(?:\.[0-9]+)?")
+_HAS_DIGIT = re.compile(r"[0-9]")
+# clause ends: full-width ，；： anywhere, ASCII ; : unless between digits ("10:30"); not the ASCII comma,
+# which lists words in English ("cut, copy, and paste") and groups digits ("129,800,000")
+_CLAUSE_END = re.compile(r"(?<=[，；：])|(?<=[;:])(?![0-9])|(?<=[^0-9][;:])")
+# the question asks for a number, a date or a time: the clause that answers it holds a digit
+_ASKS_NUMBER = re.compile(r"多少|几[个年月天日次岁人项条种]|how many|how much", re.IGNORECASE)
+_ASKS_DATE = re.compile(r"哪一?年|哪一?天|哪个月|何时|什么时候|日期|which year|what year|what date|when",
+                        re.IGNORECASE)
+_DATE = re.compile(r"[0-9]+\s*[年月日]|[0-9]{4}\s*[-/.]\s*[0-9]{1,2}|\b(?:1[5-9]|20)[0-9]{2}\b")
+_NUMBER = re.compile(r"[0-9]+")
+_NUMBERING = re.compile(r"^(?:no\.?|序号|[0-9]+(?:\.[0-9]+)*\.?)$", re.IGNORECASE)
+# words that ask rather than name: never evidence that a row or column was meant
+_ASKING = {"什么", "多少", "哪些", "哪个", "是多", "少元", "为多", "是什", "有哪", "how", "much", "many", "what",
+           "which", "value"}
+
+
+def terms(text: str) -> set[str]:
+    """The matching terms of `text` (see the module docstring)."""
+    out: set[str] = set()
+    for m in _TERM.finditer(unicodedata.normalize("NFKC", text or "").lower()):
+        tok = m.group()
+        if "\u3400" <= tok[0]:
+            out.update(tok[i:i + 2] for i in range(len(tok) - 1)) if len(tok) > 1 else out.add(tok)
+        elif tok[0].isdigit() or (len(tok) > 1 and tok not in STOP_WORDS):
+            out.add(tok)
+    return out - _ASKING
+
+
+def named(text: str, question_terms: set[str]) -> float:
+    """How well the question names `text`: matched terms x the share of text's terms matched."""
+    own = terms(text)
+    if not own:
+        return 0.0
+    hit = len(own & question_terms)
+    return hit * hit / len(own)
+
+
+# ------------------------------------------------------------------------------------------------
+# tables
+
+
+@dataclass
+class Cell:
+    """A table answer: the row label, the column header ("" = every column), the value, and how
+    strongly the question named the row and the column."""
+
+    label: str
+    header: str
+    value: str
+    row_score: float
+    column_score: float
+
+    @property
+    def text(self) -> str:
+        return f"{self.label} — {self.header}: {self.value}" if self.header else f"{self.label} — {self.value}"
+
+
+def _grid(content: str) -> list[list[str]]:
+    return [[c.strip() for c in line.split(" | ")] for line in (content or "").splitlines() if " | " in line]
+
+
+def _is_value(cell: str) -> bool:
+    return bool(_HAS_DIGIT.search(cell)) or cell in ("-", "--", "—", "×", "√", "X")
+
+
+def _value_row(row: list[str]) -> bool:
+    return any(_is_value(c) for c in row[1:])
+
+
+def _blocks(grid: list[list[str]]) -> list[tuple[list[str], list[list[str]]]]:
+    """(headers per column, data rows) blocks: the first row and the value-less rows with an empty
+    first cell right after it are the header, joined per column (a row with a label is data even
+    when its values are words: "<-30 | 不允许 | 不允许"); a later value-less row with an empty first
+    cell and ≥ 2 named columns starts a new block ("| 本报告期末 | 上年度末")."""
+    blocks: list[tuple[list[str], list[list[str]]]] = []
+    header_rows: list[list[str]] = []
+    rows: list[list[str]] = []
+    for row in grid:
+        starts_block = not _value_row(row) and not row[0] and sum(bool(c) for c in row[1:]) >= 2
+        if not header_rows or (not rows and not row[0] and not _value_row(row)) or (rows and starts_block):
+            if rows:
+                blocks.append((_join_headers(header_rows), rows))
+                header_rows, rows = [], []
+            header_rows.append(row)
+        else:
+            rows.append(row)
+    if rows:
+        blocks.append((_join_headers(header_rows), rows))
+    return blocks
+
+
+def _join_headers(header_rows: list[list[str]]) -> list[str]:
+    width = max((len(r) for r in header_rows), default=0)
+    return [" ".join(r[i] for r in header_rows if i < len(r) and r[i]).strip() for i in range(width)]
+
+
+def _numbers(text: str) -> set[str]:
+    return {n.lstrip("0") or "0" for n in _NUMBER.findall(unicodedata.normalize("NFKC", text or ""))}
+
+
+def _years(numbers: set[str]) -> set[str]:
+    return {n for n in numbers if len(n) == 4 and n[:2] in ("19", "20")}
+
+
+def _column_score(header: str, question_terms: set[str], question_numbers: set[str]) -> float:
+    """How well the question names a column: its terms, +2 when every number of the header is in
+    the question (a year, "2025/3/31" for "2025年3月31日"), -1 when both name years and they differ
+    (a header's other numbers, "20%SOC", are conditions, not a miss)."""
+    score = named(header, question_terms)
+    own = _numbers(header)
+    if own and question_numbers:
+        if own <= question_numbers:
+            score += 2.0
+        elif _years(own) and _years(question_numbers) and _years(own).isdisjoint(question_numbers):
+            score -= 1.0
+    return score
+
+
+def table_cell(question: str, content: str) -> Cell | None:
+    """The cell of a " | " table the question asks for, or None when no row label is named."""
+    q, q_numbers = terms(question), _numbers(question)
+    best: tuple[float, Cell] | None = None
+    for headers, rows in _blocks(_grid(content)):
+        col_scores = [_column_score(h, q, q_numbers) for h in headers]
+        for row in rows:
+            # the label: the first cell, or the second after a "No." column ("1.1.1 | 电芯容量 | …")
+            k = 1 if _NUMBERING.match(row[0]) and len(row) > 2 else 0
+            label = row[k]
+            values = [j for j in range(k + 1, len(row)) if row[j]]
+            row_score = named(label, q)
+            if not label or not values or row_score <= 0:
+                continue
+            score, j = max((col_scores[j] if j < len(col_scores) else 0.0, -j) for j in values)
+            j = -j
+            if score > 0:
+                cell = Cell(label, headers[j] if j < len(headers) else "", row[j], row_score, score)
+            else:
+                every = "；".join(f"{headers[j]}: {row[j]}" if j < len(headers) and headers[j] else row[j]
+                                 for j in values)
+                cell = Cell(label, "", every, row_score, 0.0)
+            total = row_score + 0.8 * max(score, 0.0)
+            if best is None or total > best[0]:
+                best = (total, cell)
+    return best[1] if best else None
+
+
+# ------------------------------------------------------------------------------------------------
+# text
+
+
+def clauses(sentence: str) -> list[str]:
+    return [c for c in (p.strip() for p in _CLAUSE_END.split(sentence or "")) if c]
+
+
+def overlap(question_terms: set[str], text: str) -> float:
+    """Share of the question's terms found in `text`."""
+    return len(question_terms & terms(text)) / len(question_terms) if question_terms else 0.0
+
+
+def shortest_clause(question: str, sentence: str) -> str:
+    """The clause of `sentence` holding most of the question's terms (the earliest on a tie, since a
+    sentence states its subject first), widened to its neighbour when it (nearly) only restates the
+    question — to the whole sentence when it is the last clause ("国有经济，即…，是国民经济中的主导
+    力量") — and to the nearest clause with a digit when the question asks for a number or a date."""
+    parts = clauses(sentence)
+    if len(parts) < 2:
+        return sentence.strip()
+    q = terms(question)
+    scores = [len(terms(p) & q) for p in parts]
+    i = max(range(len(parts)), key=lambda k: (scores[k], -k))
+    if scores[i] == 0:
+        return sentence.strip()
+    # every clause that holds a good part of what the best one does, and what lies between them
+    strong = [k for k, sc in enumerate(scores) if sc * 2 >= scores[i]]
+    lo, hi = min(strong), max(strong)
+    if len(set().union(*(terms(p) for p in parts[lo:hi + 1])) - q) < 2:  # restates the question only
+        if hi + 1 < len(parts):
+            hi += 1
+        else:
+            lo = 0
+    answers = _answers_what_is_asked(question)
+    if answers is not None and not any(answers(p) for p in parts[lo:hi + 1]):
+        holding = [k for k, p in enumerate(parts) if answers(p)]
+        if holding:
+            k = min(holding, key=lambda k: (abs(k - i), k > i))  # the nearest, the earlier on a tie
+            lo, hi = min(lo, k), max(hi, k)
+    return "".join(parts[lo:hi + 1]).rstrip("，,；;：:")
+
+
+def _answers_what_is_asked(question: str):
+    """For a question asking a date or a number: a test whether a clause holds a date / a number the
+    question does not state itself; None for other questions."""
+    stated = _numbers(question)
+    if _ASKS_DATE.search(question):
+        return lambda part: any(_numbers(m.group()) - stated for m in _DATE.finditer(part))
+    if _ASKS_NUMBER.search(question):
+        return lambda part: bool(_numbers(part) - stated)
+    return None

@@ -1,0 +1,83 @@
+"""Offline answers from real table chunks (MinerU output from ../shared: the SVOLT datasheet's
+bilingual tables, the BYD quarterly report's balance sheet merged over pages 5-6) and the
+shortest clause of a sentence."""
+from __future__ import annotations
+
+import pytest
+
+from schemas.chunk import TABLE
+from schemas.settings import Settings
+from tasks.qa.answer import extractive_answer
+from tasks.qa.context import build_context
+from tasks.qa.extract import shortest_clause, table_cell, terms
+from tasks.qa.types import Candidate
+from tests.test_golden import chunks_of
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory):
+    from schemas.settings import load_settings
+
+    settings = load_settings(tmp_path_factory.mktemp("extract_home"))
+    return {name: [c for c in chunks_of(name, settings) if c.chunk_type == TABLE]
+            for name in ("svolt_mineru2.7.6", "byd_2025q1_quarterly_report")}
+
+
+def table_with(chunks, text):
+    (chunk,) = [c for c in chunks if text in c.content]
+    return chunk
+
+
+def test_balance_sheet_cell_by_row_and_column(tables):
+    sheet = table_with(tables["byd_2025q1_quarterly_report"], "使用权资产")
+    assert len(sheet.content) > 2500 and sheet.content.startswith("项目 | 期末余额 | 期初余额")
+    end = table_cell("货币资金的期末余额是多少？", sheet.content)
+    start = table_cell("货币资金期初余额是多少元？", sheet.content)
+    assert end.text == "货币资金 — 期末余额: 117,406,726,000.00"
+    assert start.text == "货币资金 — 期初余额: 102,738,734,000.00"
+    # "应收款项融资" is named exactly, "应收款项" only in part: the longer label wins
+    assert table_cell("应收款项融资期末余额", sheet.content).label == "应收款项融资"
+
+
+def test_second_header_block_and_numbers_choose_the_column(tables):
+    main = table_with(tables["byd_2025q1_quarterly_report"], "加权平均净资产收益率")
+    # the table's second half has its own header row ("| 本报告期末 | 上年度末 | …")
+    assert table_cell("总资产上年度末是多少？", main.content).text == "总资产（元） — 上年度末: 783,355,855,000.00"
+    assert table_cell("本报告期营业收入是多少？", main.content).text == "营业收入（元） — 本报告期: 170,360,448,000.00"
+    changes = table_with(tables["byd_2025q1_quarterly_report"], "主要是市场订单增加备货增加所致")
+    dated = table_cell("存货在2024年12月31日是多少？", changes.content)  # header "2024/12/31"
+    assert (dated.header, dated.value) == ("2024/12/31", "116,036,237,000.00")
+
+
+def test_english_question_over_a_bilingual_table(tables):
+    perf = table_with(tables["svolt_mineru2.7.6"], "电芯容量Nominal Capacity")
+    cell = table_cell("What is the nominal capacity of the cell?", perf.content)
+    assert cell.label == "电芯容量Nominal Capacity" and "196 Ah" in cell.value  # no column named: the whole row
+    assert "产品规格 Specification: ≥192 Ah≥196 Ah" in cell.text
+    named = table_cell("电芯容量的产品规格是多少？", perf.content)
+    assert named.text == "电芯容量Nominal Capacity — 产品规格 Specification: ≥192 Ah≥196 Ah"
+    assert {"nominal", "capacity", "电芯", "容量"} <= terms("电芯容量Nominal Capacity")
+
+
+def test_the_answerer_quotes_the_cell_with_its_citation(tables):
+    sheet = table_with(tables["byd_2025q1_quarterly_report"], "使用权资产")
+    text = next(c for c in tables["byd_2025q1_quarterly_report"] if c is not sheet)
+    ctx = build_context([Candidate(sheet.chunk_id, 0.9, chunk=sheet), Candidate(text.chunk_id, 0.5, chunk=text)],
+                        Settings())
+    ans = extractive_answer("比亚迪货币资金期末余额是多少？", ctx, Settings())
+    assert ans.text == f"货币资金 — 期末余额: 117,406,726,000.00[ref:{sheet.chunk_id}]"
+    assert ans.citations == [sheet.chunk_id]
+
+
+def test_a_question_naming_no_row_gets_no_cell(tables):
+    sheet = table_with(tables["byd_2025q1_quarterly_report"], "使用权资产")
+    assert table_cell("宪法规定公民有哪些权利？", sheet.content) is None
+    assert table_cell("anything", "") is None
+
+
+def test_shortest_clause_that_carries_the_answer():
+    sentence = "玩家以水枪泡封敌人，每次泡封会减少生命数，生命数耗完即算为踢爆。"
+    assert shortest_clause("生命数耗完即算为什么？", sentence) == "生命数耗完即算为踢爆。"
+    # a clause that only restates the question takes its neighbour, which holds the answer
+    assert shortest_clause("离开游戏会怎样？", "若离开游戏，则4分钟内不得配对。") == "若离开游戏，则4分钟内不得配对。"
+    assert shortest_clause("什么颜色？", "一句没有逗号的话") == "一句没有逗号的话"
