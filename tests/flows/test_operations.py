@@ -320,7 +320,7 @@ def test_no_planted_key_reaches_the_home_the_results_or_the_prefect_database(pre
     questions.write_text(json.dumps({"id": "a", "question": "储罐的额定功率？"}, ensure_ascii=False) + "\n",
                          encoding="utf-8")
     with FakeServer(lambda req: chat_reply("储罐的额定功率为 14 千瓦。")) as server:
-        url = server.url.replace("http://", f"http://kbflow:{key}@") + f"/v1"
+        url = server.url.replace("http://", f"http://kbflow:{key}@") + "/v1"
         monkeypatch.setenv("KBFLOW_LLM_BASE_URL", url)
         monkeypatch.setenv("KBFLOW_LLM_MODEL", "fake")
         monkeypatch.setenv("KBFLOW_LLM_API_KEY", key)

@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from schemas.settings import load_settings
 from tasks.index.sync import check
