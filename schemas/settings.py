@@ -131,6 +131,14 @@ class RetrievalSettings:
     context_soft_admit_ratio: float = 0.8  # ours: "strong" = group score >= ratio x the best group's
     table_min_score_factor: float = 0.3  # table protection: a table beside a passing chunk needs min x 0.3
     chart_min_score_factor: float = 0.5  # images/charts: min x 0.5 (cross-encoders underrate descriptions)
+    # fusion of the recall channels (tasks.qa.fusion): "score" = score-aware convex combination,
+    # "rrf" = the seed's weighted RRF (rrf_* above). The fusion_* defaults are fitted
+    # leave-one-set-out on ../shared/data/qa by bench/retrieval.py (README "Fusion" has the numbers).
+    fusion: str = "score"
+    fusion_vector_weight: float = 0.5  # the vector (and image) channel's weight; BM25's is 1 - it
+    fusion_gain: float = 3.0  # weight x (1 + gain x sharpness of the channel's first hit)
+    fusion_vector_scale: float = 0.05  # a cosine this far below the channel's top cosine scores 0
+    fusion_bm25_scale: float = 0.6  # a BM25 score at (1 - this) x the top BM25 score scores 0
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from schemas.chunk import Chunk
 from schemas.qa import RERANK, RRF
 from schemas.settings import Settings
 from tasks.qa.filters import adaptive_top_k, chapter_markers, filter_candidates, in_section, is_enum_query, mmr
-from tasks.qa.fusion import dynamic_weights, figures_on_vector_scale, rrf_fuse
+from tasks.qa.fusion import figures_on_vector_scale, fuse
 from tasks.qa.rerank import Reranker, rerank
 from tasks.qa.rescue import rescue
 from tasks.qa.types import (BM25, FIGURE, FIGURE_TYPES, MODES, VECTOR, Candidate, ChannelHits, Retrieval,
@@ -86,7 +86,10 @@ class Retriever:
         if n <= 0 or not len(vectors):
             return [ChannelHits(channel, weight, [], v) for v in range(len(vectors))]
         res = self.collection.query(query_embeddings=vectors, n_results=n, where=where, include=["distances"])
-        return [ChannelHits(channel, weight, [(i, 1.0 - float(d)) for i, d in zip(ids, dists)], v)
+        # equal distances (duplicate chunks) come back from Chroma's parallel search in no fixed
+        # order: sorted by id, a run's rankings (and the rescues that read them) are reproducible
+        return [ChannelHits(channel, weight, sorted(((i, 1.0 - float(d)) for i, d in zip(ids, dists)),
+                                                    key=lambda hit: (-hit[1], hit[0])), v)
                 for v, (ids, dists) in enumerate(zip(res["ids"], res["distances"]))]
 
     def _where(self, sources: Sequence[str] | None, figures: bool = False) -> dict | None:
@@ -239,10 +242,8 @@ class Retriever:
             pos += len(cs)
 
     def _fuse(self, chs: list[ChannelHits], records: dict[str, Chunk]) -> list[Candidate]:
-        if self.settings.retrieval.dynamic_rrf_enabled:
-            chs = dynamic_weights(chs, self.settings.retrieval.dynamic_rrf_gain)
         return [Candidate(chunk_id, score=score, chunk=records.get(chunk_id))
-                for chunk_id, score in rrf_fuse(chs, self.settings.retrieval.rrf_k)]
+                for chunk_id, score in fuse(chs, self.settings.retrieval)]
 
     def _bm25_top(self, chs: list[ChannelHits], records: dict[str, Chunk], fused: list[Candidate],
                   sources: Sequence[str] | None, section: str | None) -> list[Candidate]:
