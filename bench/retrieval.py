@@ -1,6 +1,7 @@
 """Benchmark: batch-QA retrieval on a ~10k-chunk knowledge base built by kbflow's own `ingest` flow.
 
-    .venv/bin/python bench/retrieval.py [--home DIR] [--build-only | --no-ingest] [--throughput-questions N]
+    .venv/bin/python bench/retrieval.py [--home DIR] [--build-only | --no-ingest] [--sample N]
+                                        [--cache DIR] [--throughput-questions N]
 
 Knowledge base `bench` (built once under --home, default /tmp/kbflow-bench; re-runs reuse it):
 every passage of ../shared/data/qa — rgb_zh_refine_dev 7,337, drcd_dev 1,000, cmrc2018_trial 256,
@@ -9,12 +10,19 @@ set has titles), plus the real documents of ../shared/data/docs that parse offli
 Constitution, reports, DOCX with headings, tables and images; English PDFs/DOCX) for long sectioned
 documents with tables. Ingest is incremental: a re-run only checks the files. Prints:
 
-1. hit@1, hit@5, MRR@10 of the final ranking on rgb_zh_refine_dev's 81 questions (gold = a chunk of
-   one of the question's positive passages) for vector-only, BM25-only, hybrid (RRF, rescues off)
-   and hybrid + rescues; also the share of questions whose gold reached the answerer's context.
-2. questions/s of retrieval without an LLM (recall → RRF → filters → MMR → adaptive top-k →
-   rescues), and of retrieval + context (section-prefix expansion, budget) + extractive answer, on a
-   deterministic sample of every set's questions, in batches of `qa_batch_size`.
+1. per set (rgb's 81 questions; a deterministic sample of --sample questions of the others, every
+   passage staying in the KB), recall channels computed once and cached under --cache (default
+   HOME/fusion-cache) so fusion experiments never re-run retrieval;
+2. the score fusion's parameters fitted by a grid search leave-one-set-out (fitted on four sets,
+   reported on the fifth; bench/fusion_fit.py), and fitted on all five (the defaults' source);
+3. per set, hit@1, hit@5, MRR@10 of the final ranking (filters, MMR, adaptive top-k, rescues when
+   on) for vector-only, BM25-only, hybrid RRF, hybrid score fusion with the settings in use and
+   with the held-out fold's parameters, hybrid score + rescues, and + rerank when a reranker is
+   configured; whether the score fusion is at least the best single channel on hit@1 and MRR@10;
+4. whether hybrid + rescues gives the same rankings twice with real recall (rgb);
+5. questions/s of retrieval without an LLM or reranker (recall → fusion → filters → MMR → adaptive
+   top-k → rescues), and of retrieval + context + extractive answer, on a deterministic sample of
+   every set's questions, in batches of `qa_batch_size`.
 Not part of CI: prints figures only.
 """
 from __future__ import annotations
@@ -29,8 +37,9 @@ from dataclasses import replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+for path in (REPO, REPO / "bench"):  # kbflow, and bench/fusion_fit.py
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 QA = REPO.parent / "shared" / "data" / "qa"
