@@ -4,7 +4,7 @@
    with their raw scores) and the DuckDB records of the chunks they found, computed once per set
    with the real `Retriever` and pickled under --cache, so fusion experiments never re-run retrieval.
 2. `SetMatrix`: a set's channels as padded question × candidate arrays (cosine, figure cosine,
-   BM25 score, best rank, gold flag), so one parameter combination is scored on a whole set by a
+   BM25 score, ranks, gold flag), so one parameter combination is scored on a whole set by a
    few numpy operations (the same formulas as `score_fuse`/`rrf_fuse`, ties broken by best rank).
 3. `fit`: a grid search over (vector weight, sharpness gain, vector scale, BM25 scale) maximizing the
    training sets' mean of (hit@1 + MRR@10) / 2, each set weighing the same; `leave_one_set_out`
@@ -26,10 +26,10 @@ from tasks.qa.retriever import Retriever
 from tasks.qa.types import BM25, FIGURE, MODES, VECTOR
 
 GRID = {
-    "fusion_vector_weight": (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8),
-    "fusion_gain": (0.0, 1.0, 2.0, 3.0, 5.0),
-    "fusion_vector_scale": (0.01, 0.02, 0.03, 0.05, 0.08, 0.12),
-    "fusion_bm25_scale": (0.2, 0.35, 0.5, 0.7, 1.0),
+    "fusion_vector_weight": (0.3, 0.4, 0.5, 0.6, 0.7),
+    "fusion_gain": (0.0, 1.0, 3.0),
+    "fusion_vector_scale": (0.002, 0.005, 0.01, 0.02, 0.04, 0.08),
+    "fusion_bm25_scale": (0.05, 0.1, 0.2, 0.35, 0.6, 1.0),
 }
 
 
@@ -124,9 +124,6 @@ class SetMatrix:
                 top_b[i], sh_b[i] = by[BM25].hits[0][1], sharpness([s for _, s in by[BM25].hits])
         return cls(cs.name, cos, fig, bm, rv, rb, gold, top_v, top_b, sh_v, sh_b)
 
-    def best_rank(self) -> np.ndarray:
-        return np.minimum(self.rank_v, self.rank_b)
-
     def scores(self, p: dict) -> np.ndarray:
         """`score_fuse` after `dynamic_weights` (tasks.qa.fusion.fuse) on every question at once."""
         w, g = p["fusion_vector_weight"], p["fusion_gain"]
@@ -152,12 +149,20 @@ class SetMatrix:
             return np.where(np.isnan(self.bm25), -np.inf, -self.rank_b)
         return np.where(np.isnan(self.cos) & np.isnan(self.fig), -np.inf, -self.rank_v)
 
-    def metrics(self, scores: np.ndarray) -> dict[str, float]:
-        """hit@1 and MRR@10 of ranking by `scores` (ties: the better best rank first)."""
-        key = np.where(np.isfinite(scores), scores, -1e18) - 1e-9 * np.where(np.isfinite(self.best_rank()),
-                                                                             self.best_rank(), 1e6)
+    def tie_break(self, p: dict | None) -> np.ndarray:
+        """score_fuse's tie-break: reciprocal ranks (k = 60) with the fusion's weights."""
+        w = 0.5 if p is None else p["fusion_vector_weight"]
+        has_v, has_b = np.isfinite(self.rank_v), np.isfinite(self.rank_b)
+        return (np.where(has_v, w / (60 + np.where(has_v, self.rank_v, 0)), 0)
+                + np.where(has_b, (1 - w) / (60 + np.where(has_b, self.rank_b, 0)), 0))
+
+    def metrics(self, scores: np.ndarray, p: dict | None = None) -> dict[str, float]:
+        """hit@1 and MRR@10 of ranking by `scores`, ties broken as score_fuse does (reciprocal
+        ranks); what still ties with the best gold candidate is counted ahead of it (pessimistic),
+        so a fit cannot profit from an order among equals."""
+        key = np.round(np.where(np.isfinite(scores), scores, -1e18), 9) + 1e-7 * self.tie_break(p)
         found = np.where(self.gold, key, -np.inf).max(axis=1)
-        rank = 1 + (key > found[:, None]).sum(axis=1)
+        rank = 1 + (key > found[:, None]).sum(axis=1) + ((key == found[:, None]) & ~self.gold).sum(axis=1)
         rank = np.where(np.isfinite(found) & self.gold.any(axis=1), rank, 10 ** 6)
         return {"hit@1": float(np.mean(rank == 1)), "MRR@10": float(np.mean(np.where(rank <= 10, 1.0 / rank, 0.0)))}
 
@@ -175,7 +180,7 @@ def fit(train: list[SetMatrix]) -> tuple[dict, float]:
     ties → the first in grid order."""
     best, best_value = None, -1.0
     for p in grid():
-        value = float(np.mean([objective(m.metrics(m.scores(p))) for m in train]))
+        value = float(np.mean([objective(m.metrics(m.scores(p), p)) for m in train]))
         if value > best_value + 1e-12:
             best, best_value = p, value
     return best, best_value
@@ -186,5 +191,5 @@ def leave_one_set_out(sets: list[SetMatrix]) -> dict[str, dict]:
     out = {}
     for held in sets:
         params, _ = fit([m for m in sets if m is not held])
-        out[held.name] = {"params": params, "metrics": held.metrics(held.scores(params))}
+        out[held.name] = {"params": params, "metrics": held.metrics(held.scores(params), params)}
     return out

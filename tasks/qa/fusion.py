@@ -39,6 +39,9 @@ def rrf_fuse(channels: Sequence[ChannelHits], k: int = 60) -> list[tuple[str, fl
     return [(chunk_id, min(1.0, score / best)) for chunk_id, score in order]
 
 
+TIE_RRF_K = 60  # score fusion's tie-break: reciprocal ranks with the seed's RRF_K
+
+
 def normalized_scores(ch: ChannelHits, top: float, *, vector_scale: float, bm25_scale: float) -> list[float]:
     """A channel's raw scores on [0, 1] against its first hit `top` (1 = as good as the first):
     a cosine falls linearly to 0 at `vector_scale` below the top cosine (e5's cosines crowd into a
@@ -56,16 +59,17 @@ def score_fuse(channels: Sequence[ChannelHits], *, vector_scale: float, bm25_sca
     """Score-aware fusion: Σ weight × normalized score over every channel and query variant,
     divided by the text channels' weights (1.0 = first in every text channel). The image channel
     is normalized against the vector channel's top cosine of the same variant (it ranks on the
-    vector scale) and, as in RRF, adds without being in the normalizer; capped at 1. Ties are
-    broken by the best rank any channel gave the chunk, then by chunk id: the order does not
-    depend on the order of the channels."""
+    vector scale) and, as in RRF, adds without being in the normalizer; capped at 1. Chunks beyond
+    a channel's scale score 0 there, so ties are common in the tail: they are ordered by their
+    reciprocal ranks (Σ weight / (60 + rank), RRF), then by chunk id — the order does not depend
+    on the order of the channels, and the tail is ranked by rank fusion, not by name."""
     text = [c for c in channels if c.channel != FIGURE] or list(channels)
     best = sum(c.weight for c in text)
     if best <= 0:
         return []
     vector_top = {c.variant: c.hits[0][1] for c in channels if c.channel != BM25 and c.channel != FIGURE and c.hits}
     fused: dict[str, float] = {}
-    best_rank: dict[str, int] = {}
+    by_rank: dict[str, float] = {}
     for ch in channels:
         if not ch.hits:
             continue
@@ -74,8 +78,8 @@ def score_fuse(channels: Sequence[ChannelHits], *, vector_scale: float, bm25_sca
         for i, ((chunk_id, _), value) in enumerate(zip(ch.hits, norm)):
             rank = ch.ranks[i] if ch.ranks is not None else i + 1
             fused[chunk_id] = fused.get(chunk_id, 0.0) + ch.weight * value
-            best_rank[chunk_id] = min(rank, best_rank.get(chunk_id, rank))
-    order = sorted(fused, key=lambda cid: (-fused[cid], best_rank[cid], cid))
+            by_rank[chunk_id] = by_rank.get(chunk_id, 0.0) + ch.weight / (TIE_RRF_K + rank)
+    order = sorted(fused, key=lambda cid: (-round(fused[cid], 12), -by_rank[cid], cid))
     return [(chunk_id, min(1.0, fused[chunk_id] / best)) for chunk_id in order]
 
 
