@@ -2,7 +2,7 @@
 same chunks, the same embedding model and the same jieba terms.
 
     .venv/bin/pip install -e '.[peer]'     (once: the optional `peer` extra, used by this script only)
-    .venv/bin/python bench/peer_llamaindex.py [--home DIR] [--questions N]
+    .venv/bin/python bench/peer_llamaindex.py [--home DIR] [--questions N] [--quality-only]
 
 The `peer` extra (llama-index-core 0.14, llama-index-retrievers-bm25 0.8) goes into the project's
 venv: `pip install --dry-run` showed it only adds packages (llama-index-*, nltk, tiktoken, PyStemmer,
