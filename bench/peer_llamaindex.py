@@ -2,7 +2,7 @@
 same chunks, the same embedding model and the same jieba terms.
 
     .venv/bin/pip install -e '.[peer]'     (once: the optional `peer` extra, used by this script only)
-    .venv/bin/python bench/peer_llamaindex.py [--home DIR] [--questions N]
+    .venv/bin/python bench/peer_llamaindex.py [--home DIR] [--questions N] [--quality-only]
 
 The `peer` extra (llama-index-core 0.14, llama-index-retrievers-bm25 0.8) goes into the project's
 venv: `pip install --dry-run` showed it only adds packages (llama-index-*, nltk, tiktoken, PyStemmer,
@@ -167,6 +167,9 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--home", type=Path, default=Path("/tmp/kbflow-bench"))
     parser.add_argument("--questions", type=int, default=0, help="the first N rgb questions (default: all 81)")
+    parser.add_argument("--quality-only", action="store_true",
+                        help="rankings only: the peer answers each question once, kbflow only batched (no "
+                             "one-per-call timing loop; for a loaded machine)")
     args = parser.parse_args(argv)
 
     from retrieval import questions_of, retrieve_all
@@ -204,6 +207,7 @@ def main(argv: list[str]) -> int:
 
     kbflow_configs = {"kbflow vector-only": ("vector", False), "kbflow BM25-only": ("bm25", False),
                       "kbflow hybrid": ("hybrid", False), "kbflow hybrid+rescues": ("hybrid", True)}
+    print(f"kbflow fusion: {settings.retrieval.fusion!r}")
     peer_labels = {"vector": "peer vector (VectorIndex)", "bm25": "peer BM25 (jieba terms)",
                    "fusion": "peer QueryFusion (RRF)"}
 
@@ -215,7 +219,8 @@ def main(argv: list[str]) -> int:
         name = next(k for k, v in peer_labels.items() if v == label)
         return lambda q: peer_ranking(peer[name].retrieve(q))
 
-    pipelines = {label: one_question(label) for label in [*kbflow_configs, *peer_labels.values()]}
+    pipelines = {label: one_question(label)
+                 for label in [*([] if args.quality_only else kbflow_configs), *peer_labels.values()]}
     for answer in pipelines.values():
         answer("预热")  # first-call costs outside the timings
 
@@ -224,7 +229,8 @@ def main(argv: list[str]) -> int:
     each_rankings: dict[str, list[Ranking]] = {label: [] for label in pipelines}
     for i, q in enumerate(questions):
         for label in (list(pipelines)[::-1] if i % 2 else pipelines):
-            gc.collect()  # each call pays for its own garbage, not for the previous pipeline's
+            if not args.quality_only:
+                gc.collect()  # each call pays for its own garbage, not for the previous pipeline's
             t0 = time.perf_counter()
             each_rankings[label].append(pipelines[label](q.question))
             each_s[label] += time.perf_counter() - t0
@@ -240,7 +246,7 @@ def main(argv: list[str]) -> int:
         rankings[label] = [kbflow_ranking(r) for r in rs]
 
     n = len(questions)
-    metrics = {label: scores(questions, rankings[label]) for label in pipelines}
+    metrics = {label: scores(questions, rankings[label]) for label in rankings}
     print(f"\nrgb_zh_refine_dev, {n} questions, {retriever.size} chunks (peer channels: top 10 of their 100; "
           f"kbflow: its final ranking after adaptive top-k and rescues; batches of {settings.runtime.qa_batch_size}):")
     header = f"{'pipeline':<28}{'hit@1':>8}{'hit@5':>8}{'MRR@10':>8}{'q/s each':>10}{'q/s batched':>13}"
@@ -248,9 +254,9 @@ def main(argv: list[str]) -> int:
     print("-" * len(header))
     for label, m in metrics.items():
         batched = f"{n / batched_s[label]:.1f}" if label in batched_s else "-"
-        print(f"{label:<28}{m['hit@1']:>8.3f}{m['hit@5']:>8.3f}{m['MRR@10']:>8.3f}{n / each_s[label]:>10.1f}"
-              f"{batched:>13}")
-    for label in kbflow_configs:
+        each = f"{n / each_s[label]:.1f}" if label in each_s else "-"
+        print(f"{label:<28}{m['hit@1']:>8.3f}{m['hit@5']:>8.3f}{m['MRR@10']:>8.3f}{each:>10}{batched:>13}")
+    for label in (label for label in kbflow_configs if label in each_rankings):
         differing = sum(a != b for a, b in zip(each_rankings[label], rankings[label]))
         if differing:
             print(f"  {label}: {differing} of {n} rankings differ between one-per-call and batched "
@@ -262,9 +268,10 @@ def main(argv: list[str]) -> int:
         ours, theirs = metrics[label], metrics[fusion]
         quality = "  ".join(f"{k} {ours[k]:.3f}/{theirs[k]:.3f} = {ours[k] / theirs[k]:.2f}x" if theirs[k]
                             else f"{k} {ours[k]:.3f}/0" for k in ours)
-        print(f"  {label:<22} {quality}")
-        print(f"  {'':<22} q/s: one per call {each_s[fusion] / each_s[label]:.1f}x the peer's, "
-              f"batched {each_s[fusion] / batched_s[label]:.1f}x")
+        print(f"  {label:<22} {quality}  (hit@1 {ours['hit@1'] - theirs['hit@1']:+.3f})")
+        if label in each_s:
+            print(f"  {'':<22} q/s: one per call {each_s[fusion] / each_s[label]:.1f}x the peer's, "
+                  f"batched {each_s[fusion] / batched_s[label]:.1f}x")
     return 0
 
 

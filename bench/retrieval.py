@@ -1,6 +1,7 @@
 """Benchmark: batch-QA retrieval on a ~10k-chunk knowledge base built by kbflow's own `ingest` flow.
 
-    .venv/bin/python bench/retrieval.py [--home DIR] [--build-only | --no-ingest] [--throughput-questions N]
+    .venv/bin/python bench/retrieval.py [--home DIR] [--build-only | --no-ingest] [--sample N]
+                                        [--cache DIR] [--throughput-questions N]
 
 Knowledge base `bench` (built once under --home, default /tmp/kbflow-bench; re-runs reuse it):
 every passage of ../shared/data/qa — rgb_zh_refine_dev 7,337, drcd_dev 1,000, cmrc2018_trial 256,
@@ -9,12 +10,19 @@ set has titles), plus the real documents of ../shared/data/docs that parse offli
 Constitution, reports, DOCX with headings, tables and images; English PDFs/DOCX) for long sectioned
 documents with tables. Ingest is incremental: a re-run only checks the files. Prints:
 
-1. hit@1, hit@5, MRR@10 of the final ranking on rgb_zh_refine_dev's 81 questions (gold = a chunk of
-   one of the question's positive passages) for vector-only, BM25-only, hybrid (RRF, rescues off)
-   and hybrid + rescues; also the share of questions whose gold reached the answerer's context.
-2. questions/s of retrieval without an LLM (recall → RRF → filters → MMR → adaptive top-k →
-   rescues), and of retrieval + context (section-prefix expansion, budget) + extractive answer, on a
-   deterministic sample of every set's questions, in batches of `qa_batch_size`.
+1. per set (rgb's 81 questions; a deterministic sample of --sample questions of the others, every
+   passage staying in the KB), recall channels computed once and cached under --cache (default
+   HOME/fusion-cache) so fusion experiments never re-run retrieval;
+2. the score fusion's parameters fitted by a grid search leave-one-set-out (fitted on four sets,
+   reported on the fifth; bench/fusion_fit.py), and fitted on all five (the defaults' source);
+3. per set, hit@1, hit@5, MRR@10 of the final ranking (filters, MMR, adaptive top-k, rescues when
+   on) for vector-only, BM25-only, hybrid RRF, hybrid score fusion with the settings in use and
+   with the held-out fold's parameters, hybrid score + rescues, and + rerank when a reranker is
+   configured; whether the score fusion is at least the best single channel on hit@1 and MRR@10;
+4. whether hybrid + rescues gives the same rankings twice with real recall (rgb);
+5. questions/s of retrieval without an LLM or reranker (recall → fusion → filters → MMR → adaptive
+   top-k → rescues), and of retrieval + context + extractive answer, on a deterministic sample of
+   every set's questions, in batches of `qa_batch_size`.
 Not part of CI: prints figures only.
 """
 from __future__ import annotations
@@ -29,8 +37,9 @@ from dataclasses import replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+for path in (REPO, REPO / "bench"):  # kbflow, and bench/fusion_fit.py
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 QA = REPO.parent / "shared" / "data" / "qa"
@@ -125,11 +134,29 @@ def metrics(questions, retrievals, contexts=None) -> dict[str, float]:
     return out
 
 
-def retrieve_all(retriever, questions, mode, *, rescues, batch):
+def retrieve_all(retriever, questions, mode, *, rescues, batch, use_reranker=True):
     out = []
     for a in range(0, len(questions), batch):
-        out.extend(retriever.retrieve_batch([q.question for q in questions[a:a + batch]], mode, rescues=rescues))
+        out.extend(retriever.retrieve_batch([q.question for q in questions[a:a + batch]], mode, rescues=rescues,
+                                            use_reranker=use_reranker))
     return out
+
+
+def sample_of(questions, n: int):
+    """A deterministic sample of `n` questions, in the set's order (all when n = 0 or the set is smaller)."""
+    if not n or len(questions) <= n:
+        return questions
+    keep = set(random.Random(0).sample(range(len(questions)), n))
+    return [q for i, q in enumerate(questions) if i in keep]
+
+
+def row(label: str, m: dict[str, float], extra: str = "") -> str:
+    return f"  {label:<30}{m['hit@1']:>8.3f}{m.get('hit@5', float('nan')):>8.3f}{m['MRR@10']:>8.3f}  {extra}"
+
+
+def params_text(p: dict) -> str:
+    return (f"w_vec {p['fusion_vector_weight']:.1f} gain {p['fusion_gain']:.0f} "
+            f"vec_scale {p['fusion_vector_scale']:.2f} bm25_scale {p['fusion_bm25_scale']:.2f}")
 
 
 def main(argv: list[str]) -> int:
@@ -137,6 +164,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--home", type=Path, default=Path("/tmp/kbflow-bench"))
     parser.add_argument("--build-only", action="store_true")
     parser.add_argument("--no-ingest", action="store_true", help="use the KB under --home as it is")
+    parser.add_argument("--cache", type=Path, help="per-question channel results (default: HOME/fusion-cache)")
+    parser.add_argument("--sample", type=int, default=400,
+                        help="questions per set (a deterministic sample; 0 = all; every passage stays in the KB)")
     parser.add_argument("--throughput-questions", type=int, default=2000)
     args = parser.parse_args(argv)
 
@@ -147,12 +177,13 @@ def main(argv: list[str]) -> int:
     if not args.no_ingest:
         build(home)  # incremental: unchanged files are skipped
     chunks = kb_size(settings)
-    print(f"kb {KB!r} under {home}: {chunks} chunks", flush=True)
+    print(f"kb {KB!r} under {home}: {chunks} chunks; {os.cpu_count()} cores, load average "
+          f"{os.getloadavg()[0]:.1f}", flush=True)
     if args.build_only:
         return 0
 
-    from tasks.qa.answer import Answerer
-    from tasks.qa.context import contexts_for, expand_batch
+    import fusion_fit as ff
+
     from tasks.qa.retriever import Retriever
 
     started = time.perf_counter()
@@ -161,25 +192,81 @@ def main(argv: list[str]) -> int:
     print(f"retriever loaded in {time.perf_counter() - started:.1f} s (embedding model {retriever.embedder.model_id})")
     batch = settings.runtime.qa_batch_size
 
-    rgb = questions_of("rgb_zh_refine_dev")
-    print(f"\nrgb_zh_refine_dev: {len(rgb)} questions, final ranking after adaptive top-k (and rescues)")
-    print(f"{'pipeline':<18}{'hit@1':>8}{'hit@5':>8}{'MRR@10':>8}{'ctx':>8}{'q/s':>8}")
-    for label, mode, rescues in (("vector-only", "vector", False), ("BM25-only", "bm25", False),
-                                 ("hybrid", "hybrid", False), ("hybrid+rescues", "hybrid", True)):
+    # 1. every set's recall channels, once (cached on disk)
+    cache = (args.cache or home / "fusion-cache").resolve()
+    cached = []
+    for name in SETS:
+        qs = questions_of(name)
+        sample = sample_of(qs, 0 if name == "rgb_zh_refine_dev" else args.sample)
         t0 = time.perf_counter()
-        rs = retrieve_all(retriever, rgb, mode, rescues=rescues, batch=batch)
-        secs = time.perf_counter() - t0
-        ctx = contexts_for(rs, expand_batch(settings.db_path, KB, rs, settings), settings)
-        m = metrics(rgb, rs, ctx)
-        print(f"{label:<18}{m['hit@1']:>8.3f}{m['hit@5']:>8.3f}{m['MRR@10']:>8.3f}{m['gold in context']:>8.3f}"
-              f"{len(rgb) / secs:>8.1f}", flush=True)
+        cached.append(ff.cache_channels(retriever, name, sample, cache, batch))
+        print(f"{name}: {len(sample)} of {len(qs)} questions, channels cached in {time.perf_counter() - t0:.0f} s "
+              f"({cache})", flush=True)
 
-    # throughput on a deterministic sample of every set's questions
+    # 2. the score fusion fitted leave-one-set-out on the cached channels
+    matrices = [ff.SetMatrix.of(cs) for cs in cached]
+    t0 = time.perf_counter()
+    loso = ff.leave_one_set_out(matrices)
+    all_params, _ = ff.fit(matrices)
+    print(f"\nscore fusion fitted on the cached channels ({len(ff.grid())} grid points, "
+          f"{time.perf_counter() - t0:.0f} s); fitted on all five sets: {params_text(all_params)}")
+    defaults = {k: getattr(settings.retrieval, k) for k in ff.GRID}
+    print(f"settings in use (defaults unless the home's kbflow.toml says otherwise): {params_text(defaults)}")
+    for name, fold in loso.items():
+        print(f"  fold without {name:<18} {params_text(fold['params'])}")
+
+    # 3. the real pipeline after recall (filters, MMR, adaptive top-k, rescues), fed from the cache
+    replay = ff.CachedRetriever(retriever, cached)
+    r = settings.retrieval
+    configs = [("vector-only", "vector", {}, False), ("BM25-only", "bm25", {}, False),
+               ("hybrid RRF", "hybrid", {"fusion": "rrf"}, False),
+               ("hybrid score (settings)", "hybrid", {"fusion": "score"}, False),
+               ("hybrid score (LOSO)", "hybrid", None, False),
+               ("hybrid score + rescues", "hybrid", {"fusion": "score"}, True)]
+    if replay.reranker is not None:
+        configs.append(("hybrid score + rerank", "hybrid", {"fusion": "score"}, False))
+    print("\nper set: the final ranking (filters, MMR, adaptive top-k, rescues when on), recall replayed from "
+          "the cache; LOSO = parameters fitted on the other four sets; rerank rows only with a rerank_model")
+    print(f"  {'pipeline':<30}{'hit@1':>8}{'hit@5':>8}{'MRR@10':>8}")
+    verdicts = []
+    for cs, fold in zip(cached, loso.values()):
+        print(f"{cs.name} ({len(cs.questions)} questions)")
+        results = {}
+        for label, mode, over, rescues in configs:
+            over = {"fusion": "score", **fold["params"]} if over is None else over
+            replay.settings = settings.replace(**over)
+            rs = retrieve_all(replay, cs.questions, mode, rescues=rescues, batch=batch,
+                              use_reranker=label.endswith("rerank"))
+            results[label] = metrics(cs.questions, rs)
+        replay.settings = settings
+        best = {k: max(results["vector-only"][k], results["BM25-only"][k]) for k in ("hit@1", "MRR@10")}
+        for label, m in results.items():
+            mark = ""
+            if label.startswith("hybrid score"):
+                ok = all(m[k] >= best[k] - 1e-9 for k in best)
+                mark = "≥ best channel" if ok else f"below best channel ({best['hit@1']:.3f} / {best['MRR@10']:.3f})"
+                if label == "hybrid score (LOSO)":
+                    verdicts.append((cs.name, ok))
+            print(row(label, m, mark), flush=True)
+    held = sum(ok for _, ok in verdicts)
+    print(f"\nLOSO score fusion ≥ the best single channel (hit@1 and MRR@10) on {held} of {len(verdicts)} sets")
+
+    # 4. run-to-run determinism of hybrid + rescues with real recall (rgb, twice)
+    rgb = cached[0].questions
+    runs = [retrieve_all(retriever, rgb, "hybrid", rescues=True, batch=batch) for _ in range(2)]
+    differ = sum([(c.chunk_id, c.score) for c in a.ranked] != [(c.chunk_id, c.score) for c in b.ranked]
+                 for a, b in zip(*runs))
+    print(f"\nhybrid + rescues on rgb_zh_refine_dev twice with real recall: {differ} of {len(rgb)} rankings differ")
+
+    # 5. throughput on a deterministic sample of every set's questions, real recall, no reranker
+    from tasks.qa.answer import Answerer
+    from tasks.qa.context import contexts_for, expand_batch
+
     pool = [q for name in SETS for q in questions_of(name)]
     sample = random.Random(0).sample(pool, min(args.throughput_questions, len(pool)))
     answerer = Answerer(settings.replace(llm_base_url=""))
     t0 = time.perf_counter()
-    rs = retrieve_all(retriever, sample, "hybrid", rescues=True, batch=batch)
+    rs = retrieve_all(retriever, sample, "hybrid", rescues=True, batch=batch, use_reranker=False)
     t_retrieve = time.perf_counter() - t0
     t0 = time.perf_counter()
     for a in range(0, len(rs), batch):
@@ -188,10 +275,10 @@ def main(argv: list[str]) -> int:
         answerer.answer_many([(r.question, c, "", False) for r, c in zip(part, ctx)])
     t_rest = time.perf_counter() - t0
     n = len(sample)
-    print(f"\nthroughput on {chunks} chunks, {n} questions (all sets), batches of {batch}, {os.cpu_count()} cores, "
-          f"load average {os.getloadavg()[0]:.1f}:")
-    print(f"  retrieval (hybrid + rescues, no LLM):            {n / t_retrieve:7.1f} questions/s")
-    print(f"  retrieval + context + extractive answer:         {n / (t_retrieve + t_rest):7.1f} questions/s")
+    print(f"\nthroughput on {chunks} chunks, {n} questions (all sets), batches of {batch}, fusion {r.fusion!r}, "
+          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}:")
+    print(f"  retrieval (hybrid + rescues, no LLM, no reranker): {n / t_retrieve:7.1f} questions/s")
+    print(f"  retrieval + context + extractive answer:           {n / (t_retrieve + t_rest):7.1f} questions/s")
     return 0
 
 

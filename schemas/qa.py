@@ -10,7 +10,8 @@ from schemas.arrow import arrow_schema, columns_of
 
 # answer_mode values
 LLM, EXTRACTIVE, INSUFFICIENT = "llm", "extractive", "insufficient"
-# score scales (seed 002: RRF, cosine and reranker probabilities are not comparable)
+# score scales (seed 002: RRF, cosine and reranker probabilities are not comparable); "rrf" is the
+# fused score of either fusion (tasks.qa.fusion), on [0, 1] with 1 = first in every text channel
 RRF, RERANK = "rrf", "rerank"
 
 
@@ -79,6 +80,15 @@ class QAResult:
     context_ms: float  # expansion + budget
     answer_ms: float
     total_ms: float
+    # per citation, parallel to `citations` (seed 000 §10.2 sources), so an analyst needs no join
+    # with `chunks`: `SELECT qid, unnest(citations), unnest(citation_sources), unnest(citation_pages) …`
+    citation_sources: list[str] = field(default_factory=list)
+    citation_pages: list[str] = field(default_factory=list)  # page range "12-14", "5"; "" when unknown
+    citation_page_starts: list[int] = field(default_factory=list)
+    citation_page_ends: list[int] = field(default_factory=list)
+    citation_sections: list[str] = field(default_factory=list)  # section_path, "第三章 > 第二节"
+    citation_chunk_types: list[str] = field(default_factory=list)  # text / table / image / ...
+    citation_scores: list[float] = field(default_factory=list)  # the chunk's final score, on `score_scale`
     rerank_fallback: bool = False  # a reranker was configured but failed for this question: fused order kept
 
 

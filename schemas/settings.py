@@ -140,6 +140,16 @@ class RetrievalSettings:
     rerank_url: str = ""  # an HTTP /rerank endpoint (TEI, Infinity, Xinference, vLLM, Jina/Cohere-compatible)
     rerank_api: str = "auto"  # its request shape: "tei" ({query, texts}), "cohere" ({model, query, documents}), auto
     rerank_llm_max_chars: int = 600  # ours: the LLM reranker sees each candidate's first N characters
+    # fusion of the recall channels (tasks.qa.fusion): "score" = score-aware convex combination,
+    # "rrf" = the seed's weighted RRF (rrf_* above). The fusion_* defaults are the grid point
+    # bench/retrieval.py fits on all five sets of ../shared/data/qa (the five leave-one-set-out fits
+    # pick w 0.4-0.5, gain 1-3, the same scales); held out, each set is at least its best single
+    # channel (rgb hit@1 0.802 vs vector 0.802, drcd 0.884 vs BM25 0.852; README "Fusion").
+    fusion: str = "score"
+    fusion_vector_weight: float = 0.5  # the vector (and image) channel's weight; BM25's is 1 - it
+    fusion_gain: float = 3.0  # weight x (1 + gain x sharpness of the channel's first hit)
+    fusion_vector_scale: float = 0.04  # a cosine this far below the channel's top cosine scores 0
+    fusion_bm25_scale: float = 0.6  # a BM25 score at (1 - this) x the top BM25 score scores 0
 
 
 @dataclass(frozen=True)

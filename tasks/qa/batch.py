@@ -36,7 +36,7 @@ from tasks.qa.context import Context, contexts_for, expand_batch
 from tasks.qa.evaluate import hit_at, reciprocal_rank_at
 from tasks.qa.questions import QuestionSet
 from tasks.qa.retriever import Retriever
-from tasks.qa.types import MODES, Retrieval, trace_records
+from tasks.qa.types import MODES, Retrieval, trace_records, with_citation_fields
 from warehouse import db, published
 from warehouse.qa import running_qa_runs
 
@@ -152,6 +152,7 @@ def answer_batch(questions: list[Question], retriever: Retriever, answerer: Answ
         r.trace("context", c.chunks)
         retrieval_ms = sum(r.timings.values()) * 1000
         rec = result_record(run_id, q, r, c, a, context_ms=c_ms, total_ms=retrieval_ms + c_ms + a.ms)
+        rec = with_citation_fields(rec, [*c.chunks, *r.ranked, *extra])
         results.append(rec)
         known = {cand.chunk_id: cand.chunk for cand in [*r.ranked, *extra, *c.chunks] if cand.chunk is not None}
 

@@ -7,15 +7,16 @@ questions with one query-embedding call, one Chroma query per channel, one BM25 
 one DuckDB read and one cross-encoder call. DuckDB is the record: chunk text, section path and
 BM25 terms of the candidates come from its `chunks` table, never from Chroma's documents.
 
-Fusion: weighted RRF (k = 60) whose per-question weights follow how sharply each channel singles
-out its first hit (the seed's DYNAMIC_RRF_ENABLED, formula ours: an e5 channel whose cosines are
-all alike says little); the image/table channel recalls figures beyond the vector channel's depth
-and ranks them where their cosine falls among the vector hits (ranked on their own, the first
-figure would outrank the best text for every question).
+Fusion (`tasks.qa.fusion`): by default score-aware — each channel's raw scores normalized against
+its own first hit and combined with weights that follow how sharply each channel singles out its
+first hit (an e5 channel whose cosines are all alike says little); `fusion = "rrf"` gives the
+seed's weighted RRF (k = 60). The image/table channel recalls figures beyond the vector channel's
+depth and ranks them where their cosine falls among the vector hits (ranked on their own, the
+first figure would outrank the best text for every question).
 
-Scores live on named scales (seed 002: they do not compare): the fused score is RRF normalized to
-[0, 1] (1 = ranked first by every text channel and query), a reranked list carries cross-encoder
-probabilities. Adaptive top-k reads the list's own scale, so it works after a rerank too (seed
+Scores live on named scales (seed 002: they do not compare): the fused score ("rrf" scale, either
+fusion) is on [0, 1] (1 = ranked first by every text channel and query), a reranked list carries
+cross-encoder probabilities. Adaptive top-k reads the list's own scale, so it works after a rerank too (seed
 defect 000 §6.3: the seed skipped it whenever the scores had come through RRF).
 
 Order: adaptive top-k runs before the rescues on purpose. The rescues are the safety net for what a
@@ -34,7 +35,7 @@ from schemas.chunk import Chunk
 from schemas.qa import RERANK, RRF
 from schemas.settings import Settings
 from tasks.qa.filters import adaptive_top_k, chapter_markers, filter_candidates, in_section, is_enum_query, mmr
-from tasks.qa.fusion import dynamic_weights, figures_on_vector_scale, rrf_fuse
+from tasks.qa.fusion import figures_on_vector_scale, fuse
 from tasks.qa.rerank import Reranker, rerank, reranker_from_settings
 from tasks.qa.rescue import rescue
 from tasks.qa.types import (BM25, FIGURE, FIGURE_TYPES, MODES, VECTOR, Candidate, ChannelHits, Retrieval,
@@ -84,7 +85,10 @@ class Retriever:
         if n <= 0 or not len(vectors):
             return [ChannelHits(channel, weight, [], v) for v in range(len(vectors))]
         res = self.collection.query(query_embeddings=vectors, n_results=n, where=where, include=["distances"])
-        return [ChannelHits(channel, weight, [(i, 1.0 - float(d)) for i, d in zip(ids, dists)], v)
+        # Chroma guarantees no order among equal distances (duplicate chunks, repeated table rows):
+        # sorted by id, ties rank the same in every run, and so do the rescues that read the ranks
+        return [ChannelHits(channel, weight, sorted(((i, 1.0 - float(d)) for i, d in zip(ids, dists)),
+                                                    key=lambda hit: (-hit[1], hit[0])), v)
                 for v, (ids, dists) in enumerate(zip(res["ids"], res["distances"]))]
 
     def _where(self, sources: Sequence[str] | None, figures: bool = False) -> dict | None:
@@ -239,10 +243,8 @@ class Retriever:
             r.trace("rerank", r.ranked[:len(cs)])
 
     def _fuse(self, chs: list[ChannelHits], records: dict[str, Chunk]) -> list[Candidate]:
-        if self.settings.retrieval.dynamic_rrf_enabled:
-            chs = dynamic_weights(chs, self.settings.retrieval.dynamic_rrf_gain)
         return [Candidate(chunk_id, score=score, chunk=records.get(chunk_id))
-                for chunk_id, score in rrf_fuse(chs, self.settings.retrieval.rrf_k)]
+                for chunk_id, score in fuse(chs, self.settings.retrieval)]
 
     def _bm25_top(self, chs: list[ChannelHits], records: dict[str, Chunk], fused: list[Candidate],
                   sources: Sequence[str] | None, section: str | None) -> list[Candidate]:

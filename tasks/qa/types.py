@@ -3,10 +3,10 @@ retrieval of one question with its per-stage traces, and the `qa_traces` rows ma
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from schemas.chunk import CHART, IMAGE, TABLE, Chunk
-from schemas.qa import QATrace
+from schemas.qa import QAResult, QATrace
 
 VECTOR, BM25, FIGURE = "vector", "bm25", "image"
 MODES: dict[str, tuple[str, ...]] = {"hybrid": (VECTOR, BM25, FIGURE), "vector": (VECTOR, FIGURE), "bm25": (BM25,)}
@@ -85,6 +85,34 @@ def evidence_text(chunk: Chunk) -> str:
         return "\n".join(p for p in (chunk.caption, chunk.content or chunk.semantic_content) if p)
     return chunk.content or chunk.semantic_content
 
+
+
+def page_range(page_start: int, page_end: int) -> str:
+    """"12-14", or "5" for one page (seed 000 §10.2 page_range); "" when the page is unknown."""
+    if page_start <= 0:
+        return ""
+    return str(page_start) if page_end <= page_start else f"{page_start}-{page_end}"
+
+
+def with_citation_fields(result: QAResult, cands: Sequence[Candidate]) -> QAResult:
+    """`result` with what an analyst needs of each citation (source, pages, section, chunk type,
+    score), parallel to `result.citations`, taken from the first of `cands` holding that chunk
+    (pass the context before the ranking: its scores are the ones the answerer saw)."""
+    by_id: dict[str, Candidate] = {}
+    for c in cands:
+        if c.chunk is not None:
+            by_id.setdefault(c.chunk_id, c)
+    found = [by_id.get(cid) for cid in result.citations]
+    chunks = [c.chunk if c else None for c in found]
+    return replace(
+        result,
+        citation_sources=[ch.source if ch else cid.rsplit("_", 1)[0] for cid, ch in zip(result.citations, chunks)],
+        citation_pages=[page_range(ch.page_start, ch.page_end) if ch else "" for ch in chunks],
+        citation_page_starts=[ch.page_start if ch else 0 for ch in chunks],
+        citation_page_ends=[max(ch.page_end, ch.page_start) if ch else 0 for ch in chunks],
+        citation_sections=[ch.section_path if ch else "" for ch in chunks],
+        citation_chunk_types=[ch.chunk_type if ch else "" for ch in chunks],
+        citation_scores=[round(float(c.score), 6) if c else 0.0 for c in found])
 
 
 def trace_records(run_id: str, qid: str, retrieval: Retrieval, is_gold, max_rank: int) -> list[QATrace]:

@@ -59,6 +59,15 @@ def test_offline_run_with_broken_rows_lands_everything(qa):
         assert r["total_ms"] > 0 and r["recall_ms"] > 0
     answered = [r for r in results if r["answer_mode"] == EXTRACTIVE]
     assert answered and all(r["citations"] for r in answered)
+    # each citation's source, pages, section, chunk type and score, without a join (in DuckDB and the file)
+    by_qid = {r["qid"]: r for r in file_rows}
+    for r in answered:
+        n = len(r["citations"])
+        assert [len(r[c]) for c in ("citation_sources", "citation_pages", "citation_sections", "citation_chunk_types",
+                                    "citation_scores")] == [n] * 5
+        assert set(r["citation_sources"]) <= set(r["top_sources"]) and set(r["citation_chunk_types"]) <= {"text"}
+        assert by_qid[r["qid"]]["citation_sources"] == r["citation_sources"]
+        assert by_qid[r["qid"]]["citation_scores"] == pytest.approx(r["citation_scores"])
 
     # a question can be explained with SQL: which stages held its gold chunk, at which rank
     q = results[0]

@@ -230,3 +230,51 @@ def test_an_empty_knowledge_base_is_loaded_with_a_warning(tmp_path, caplog):
         retriever = load_retriever(Settings(home=tmp_path), "empty")
     assert retriever.size == 0 and retriever.kb == "empty"
     assert "knowledge base 'empty' is empty or missing" in caplog.text and "'insufficient'" in caplog.text
+
+
+def test_each_citation_carries_its_source_pages_section_type_and_score(home, tmp_path):
+    pages = {"game.md_0": (5, 6), "game.md_1": (2, 2)}
+
+    class PagedRetriever(FakeRetriever):
+        def retrieve_batch(self, texts, mode, **kw):
+            out = super().retrieve_batch(texts, mode, **kw)
+            for r in out:
+                for c in r.ranked:
+                    if c.chunk is not None:
+                        c.chunk.page_start, c.chunk.page_end = pages[c.chunk_id]
+            return out
+
+    results, _, _ = answer_batch(questions(), PagedRetriever(), Answerer(home), home, run_id="r1",
+                                 options=RetrievalOptions())
+    scores = {"game.md_1": 1.0, "game.md_0": 0.8}
+    for r in results:
+        assert r.citations and len(r.citation_sources) == len(r.citations)
+        assert r.citation_sources == ["game.md"] * len(r.citations)
+        assert r.citation_sections == ["玩法"] * len(r.citations) and set(r.citation_chunk_types) == {"text"}
+        for cid, page, start, end, score in zip(r.citations, r.citation_pages, r.citation_page_starts,
+                                                r.citation_page_ends, r.citation_scores):
+            if cid in pages:  # a ranked chunk: its pages and fused score
+                assert (start, end) == pages[cid] and page == ("5-6" if cid == "game.md_0" else "2")
+                assert score == pytest.approx(scores[cid])
+    # the results file carries them as they are
+    part = write_parquet(to_table(results, QAResult), tmp_path / "part-0.parquet")
+    row = json.loads(write_results([part], tmp_path / "a.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert row["citation_sources"] == results[0].citation_sources and row["citation_pages"] == results[0].citation_pages
+    assert row["citation_scores"] == results[0].citation_scores
+
+
+def test_an_existing_qa_results_table_gets_the_citation_columns(tmp_path):
+    """A home made before the citation columns: its qa_results gains them, old rows read as empty."""
+    import duckdb
+
+    path = tmp_path / "kbflow.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE qa_results (run_id VARCHAR, qid VARCHAR, citations VARCHAR[])")
+    con.execute("INSERT INTO qa_results VALUES ('old', 'q1', ['a.md_0'])")
+    con.close()
+    db._ENSURED.discard(str(path.resolve()))
+    with db.connect(path) as con:
+        cols = {r[0]: r[1] for r in con.execute("DESCRIBE qa_results").fetchall()}
+        assert cols["citation_sources"] == "VARCHAR[]" and cols["citation_scores"] == "DOUBLE[]"
+        assert cols["citation_page_starts"] == "BIGINT[]"
+        assert con.execute("SELECT qid, citation_sources FROM qa_results").fetchall() == [("q1", None)]
