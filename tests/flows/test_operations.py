@@ -173,7 +173,7 @@ def test_an_ingest_whose_indexing_fails_exits_non_zero_and_its_flow_run_fails(pr
     def disk_full(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(vector_index, "upsert_document", disk_full)
+    monkeypatch.setattr(vector_index, "upsert_documents", disk_full)
     assert main(["--home", str(home), "ingest", str(corpus), "--kb", KB]) == 1
     captured = capsys.readouterr()
     assert "landed but not indexed" in captured.err and "No space left on device" in captured.err
@@ -370,4 +370,4 @@ def test_settings_come_from_the_home_from_any_folder_and_a_rechunk_is_announced(
     assert redone.changed == 2
     (note,) = [m for m in records if "re-chunked" in m]
     assert "2 document(s) will be re-chunked and re-embedded" in note
-    assert records.index(note) < min(i for i, m in enumerate(records) if "chunks (" in m)  # before the work
+    assert records.index(note) < min(i for i, m in enumerate(records) if m.startswith("landed "))  # before the work

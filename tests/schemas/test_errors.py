@@ -132,7 +132,7 @@ def test_errors_raised_in_a_flow_reach_the_cli_as_their_class(prefect_harness, t
     (tmp_path / "corpus").mkdir()
     (tmp_path / "corpus" / "a.md").write_text("# 总则\n\n第一条 总则的正文。\n", encoding="utf-8")
     monkeypatch.setenv("KBFLOW_EMBEDDING_MODEL", str(tmp_path / "no-model"))
-    assert main(["--home", str(home), "ingest", str(tmp_path / "corpus"), "--kb", "kb"]) == 0  # lands; no index
+    assert main(["--home", str(home), "ingest", str(tmp_path / "corpus"), "--kb", "kb"]) == 1  # lands, not indexed
     capsys.readouterr()
     assert main(["--home", str(home), "ask", str(questions), "--kb", "kb"]) == 4  # raised inside the flow
     assert error_line(capsys).startswith(f"error: embedding_model path {str(tmp_path / 'no-model')!r} does not exist")
