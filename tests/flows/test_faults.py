@@ -83,10 +83,10 @@ def reference(prefect_harness, corpus, tmp_path_factory) -> dict:
 
 
 def _seed(home: Path, reference: dict) -> None:
-    """Give a fresh home the reference's converted model and embedding cache: vectors are the same
-    either way; this spares each subprocess minutes of CPU-bound encoding on a 2-core machine."""
-    for name in ("models", "cache"):
-        shutil.copytree(reference["home"] / name, home / name)
+    """Give a fresh home the reference's embedding cache: vectors are the same either way; this
+    spares each subprocess minutes of CPU-bound encoding on a 2-core machine. (The converted model
+    is shared already: KBFLOW_EMBEDDING_MODEL, tests/flows/conftest.py.)"""
+    shutil.copytree(reference["home"] / "cache", home / "cache")
 
 
 def _env() -> dict[str, str]:
@@ -124,7 +124,7 @@ def test_kill_9_mid_run_then_rerun_converges(reference, corpus, tmp_path):
     parquet_dir = home / "chunks" / f"kb={KB}"
 
     # 1. killed while landing: a batch or two of documents are in DuckDB (and maybe some in Chroma)
-    proc = _spawn(home, corpus, log)
+    proc = _spawn(home, corpus, log, "--verbose")  # --verbose: the run's log lines reach the console (the log file)
     _kill_when(proc, lambda: "in one batch;" in log.read_text(errors="replace"), log, "the first batch landed")
     landed = db.query(home / "kbflow.duckdb", "SELECT count(*) FROM documents")[1][0][0]
     assert 1 <= landed < len(reference["documents"])

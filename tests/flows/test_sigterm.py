@@ -40,7 +40,7 @@ def test_sigterm_stops_an_ingest_within_seconds_and_the_next_run_converges(prefe
     corpus.mkdir()
     for i in range(FILES):
         (corpus / f"doc{i:02d}.md").write_text(f"# 第{i}篇\n\n第{i}号闸门的巡查记录。\n", encoding="utf-8")
-    args = ["--home", str(home), "ingest", str(corpus), "--kb", "kb"]
+    args = ["--home", str(home), "ingest", str(corpus), "--kb", "kb", "--verbose"]  # the run's log lines on stdout
     with log.open("wb") as out:  # 16 files × 1 s on two workers: about 8 s of parsing left to stop
         proc = subprocess.Popen([sys.executable, "-m", "tests.flows.ingest_slow_files", *args], cwd=REPO,
                                 env=_env(KBFLOW_TEST_PREPARE_DELAY_S="1"), stdout=out, stderr=subprocess.STDOUT,
