@@ -161,7 +161,7 @@ class AnswerSettings:
     confidence_warn_rrf: float = 0.4  # ours: top chunks found by one channel only, low there too
     confidence_caution_rrf: float = 0.6  # ours: the channels disagree on the top chunks
     answer_max_tokens: int = 1024
-    extractive_max_sentences: int = 2  # ours: the offline answer quotes at most this many evidence units
+    extractive_max_sentences: int = 1  # ours: the offline answer quotes at most this many evidence units
     extractive_min_overlap: float = 0.15  # ours: a unit must hold this share of the question's terms
     crag_enabled: bool = True
     crag_min_items: int = 2  # seed 002 grade_evidence min_items
@@ -169,7 +169,7 @@ class AnswerSettings:
     crag_min_cosine: float = 0.0  # 0 = the embedding model's calibrated value (tasks.qa.answer); < 0 = off
     crag_widen_factor: int = 3  # ours: widening multiplies recall_k, mmr_top_k and rerank_candidates
     extractive_table_cells: bool = True  # ours: a table answers "row — column: value" (tasks.qa.extract)
-    extractive_clauses: bool = True  # ours: a sentence answers with its shortest clause carrying the answer
+    extractive_clauses: bool = False  # ours: True = a sentence answers with its shortest clause carrying the answer
     extractive_tie_ratio: float = 0.8  # ours: a 2nd..max unit is quoted only if it scores >= ratio x the best
 
 

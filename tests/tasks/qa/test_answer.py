@@ -67,10 +67,10 @@ def test_citations_only_to_context_chunks():
 
 
 def test_extractive_answer_quotes_the_best_sentence_with_its_ref():
-    ans = extractive_answer(QUESTION, context(), S)
+    ans = extractive_answer(QUESTION, context(), S.replace(extractive_clauses=True))
     assert ans.mode == EXTRACTIVE and ans.citations == ["game.md_0"]
     assert ans.text.startswith("生命数耗完即算为踢爆。[ref:game.md_0]")  # the clause, not the sentence
-    whole = extractive_answer(QUESTION, context(), S.replace(extractive_clauses=False))
+    whole = extractive_answer(QUESTION, context(), S)  # the default: the whole sentence
     assert whole.text.startswith("每次泡封会减少生命数，生命数耗完即算为踢爆。[ref:game.md_0]")
     assert extractive_answer("完全不相干的提问内容", context(), S) is None
 
