@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Sequence
 
 from flows.terminal import console, print_json, print_rows, progress_display
-from schemas.errors import IndexIncompleteError, QueryError, UserError, WarehouseError
+from schemas.errors import IndexIncompleteError, NothingLandedError, QueryError, UserError, WarehouseError
 from schemas.settings import load_settings
 
 EXIT_CODES = {
@@ -75,7 +75,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                        runner=args.runner or settings.runtime.task_runner, dask_address=args.dask_address,
                        lock_wait_s=args.wait, return_state=True)
     summary, incomplete = state.result(raise_on_failure=False), None
-    if isinstance(summary, IndexIncompleteError):  # landed, not all indexed: print the outcomes, then fail
+    if isinstance(summary, (IndexIncompleteError, NothingLandedError)):  # print the outcomes, then fail
         summary, incomplete = summary.summary, summary
     elif isinstance(summary, BaseException):  # the flow itself raised (a busy home, a missing model)
         raise summary
@@ -92,10 +92,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     console.print(f"indexed {idx.chunks} chunks of {idx.documents} documents into Chroma ({idx.embedded} newly "
                   f"embedded, {idx.removed} stale removed); BM25 holds {idx.bm25_chunks} chunks")
     if incomplete is not None:
-        print(f"error: {incomplete}", file=sys.stderr)
+        print(f"error: {' '.join(str(incomplete).split())}", file=sys.stderr)
         return incomplete.exit_code
-    done = summary.landed + summary.skipped + summary.removed
-    return 0 if done or not summary.outcomes else 1
+    return 0
 
 
 # `kbflow stats` table headings (csv/json keep the view's column names); the legend says what they mean.

@@ -23,7 +23,7 @@ from typing import Any
 from prefect import Task, get_run_logger
 from prefect.context import FlowRunContext
 
-from schemas.errors import ExtraNotInstalledError, InvalidValueError
+from schemas.errors import ExtraNotInstalledError, InvalidValueError, NothingLandedError
 from schemas.settings import Settings
 from tasks.common.display import artifact_key
 from tasks.common.progress import Tracker
@@ -201,11 +201,11 @@ class BatchProgress:
 
 
 def final_state(summary: Any) -> Any:
-    """The ingest flow's return: its summary, or — when files were given and not one landed, was
-    unchanged or removed — a Failed state carrying the summary, so Prefect's state tells the truth
-    (`ingest(..., return_state=True).result(raise_on_failure=False)` is the summary either way)."""
-    from prefect.states import Failed
-
+    """The ingest flow's return: its summary — or, when files were given and not one landed, was
+    unchanged or removed, NothingLandedError carrying the summary, so Prefect's state tells the truth
+    and a Python caller gets an exception it can act on (`exc.summary`)."""
     if summary.outcomes and not (summary.landed + summary.skipped + summary.removed):
-        return Failed(message=f"nothing landed: {summary.headline}", data=summary)
+        exc = NothingLandedError(summary.kb, f"nothing landed: {summary.headline}")
+        exc.summary = summary
+        raise exc
     return summary

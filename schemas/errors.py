@@ -82,6 +82,15 @@ class IndexIncompleteError(KbflowError):
     summary = None
 
 
+class NothingLandedError(KbflowError):
+    """An ingest given files in which not one landed, was unchanged or removed (every path failed or
+    was rejected): the run's Prefect state is Failed and `kbflow ingest` exits 1. `summary` is the
+    run's IngestSummary (in the raising process only)."""
+
+    stage = "ingest"
+    summary = None
+
+
 class ParseError(KbflowError):
     """The parser ran and failed on this file."""
 

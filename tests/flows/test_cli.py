@@ -240,7 +240,7 @@ def test_an_ingest_where_every_file_failed_ends_failed_in_prefect(prefect_harnes
     (corpus / "a.xyz").write_text("?", encoding="utf-8")
     state = ingest(paths=[str(corpus)], kb="t", home=str(tmp_path / "home"), return_state=True)
     assert state.is_failed() and "nothing landed" in state.message
-    assert state.result(raise_on_failure=False).failed == 1
+    assert state.result(raise_on_failure=False).summary.failed == 1  # NothingLandedError carries it
     assert main(["--home", str(tmp_path / "home"), "ingest", str(corpus), "--kb", "t"]) == 1
     assert "unsupported file type '.xyz'" in capsys.readouterr().out
 

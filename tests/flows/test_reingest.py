@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import shutil
 
+import pytest
+
 from flows.ingest import ingest
+from schemas.errors import NothingLandedError
 from schemas.settings import load_settings
 from tasks.index import vector_index
 from tasks.index.bm25 import BM25Index
@@ -91,7 +94,9 @@ def test_added_changed_removed_skipped_across_runs(prefect_harness, tmp_path):
     other = tmp_path / "other"
     other.mkdir()
     shutil.copy(corpus / "e.md", other / "copy.md")
-    dup = ingest(paths=[str(other)], kb="kb", home=str(home))
+    with pytest.raises(NothingLandedError) as raised:  # its only file was rejected: the run fails
+        ingest(paths=[str(other)], kb="kb", home=str(home))
+    dup = raised.value.summary
     # (named relative to the KB's root, the folder of its first ingest)
     assert [(o.source, o.status) for o in dup.outcomes] == [("../other/copy.md", "rejected")]
     kind, reason = db.query(settings.db_path, "SELECT error_kind, reason FROM ingest_failures WHERE run_id = ?",
@@ -119,6 +124,8 @@ def test_an_emptied_folder_removes_nothing_and_settings_changes_reprocess(prefec
     # the folder is there but empty (an unmounted share): nothing is removed
     moved = tmp_path / "moved"
     (corpus / "a.md").rename(moved)
-    emptied = ingest(paths=[str(corpus)], kb="kb", home=home)
+    with pytest.raises(NothingLandedError) as raised:  # the one path came up empty: the run fails
+        ingest(paths=[str(corpus)], kb="kb", home=home)
+    emptied = raised.value.summary
     assert [o.status for o in emptied.outcomes] == ["rejected"] and emptied.removed == 0
     assert check(settings, "kb").ok and check(settings, "kb").duckdb > 0
