@@ -92,7 +92,10 @@ def _seed(home: Path, reference: dict) -> None:
 def _env() -> dict[str, str]:
     from prefect.settings import PREFECT_API_URL
 
-    return {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "PYTHONUNBUFFERED": "1"}
+    # the run's INFO lines on its console (the log file the tests wait on), whatever an in-process
+    # `main()` of an earlier test left in os.environ (the CLI quiets Prefect's console by default)
+    return {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "PYTHONUNBUFFERED": "1",
+            "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "INFO"}
 
 
 def _spawn(home: Path, corpus: Path, log: Path, *extra: str, module: str = "flows.cli",
@@ -124,7 +127,7 @@ def test_kill_9_mid_run_then_rerun_converges(reference, corpus, tmp_path):
     parquet_dir = home / "chunks" / f"kb={KB}"
 
     # 1. killed while landing: a batch or two of documents are in DuckDB (and maybe some in Chroma)
-    proc = _spawn(home, corpus, log, "--verbose")  # --verbose: the run's log lines reach the console (the log file)
+    proc = _spawn(home, corpus, log)
     _kill_when(proc, lambda: "in one batch;" in log.read_text(errors="replace"), log, "the first batch landed")
     landed = db.query(home / "kbflow.duckdb", "SELECT count(*) FROM documents")[1][0][0]
     assert 1 <= landed < len(reference["documents"])

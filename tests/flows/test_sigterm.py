@@ -20,8 +20,11 @@ FILES = 16
 def _env(**extra: str) -> dict[str, str]:
     from prefect.settings import PREFECT_API_URL
 
+    # PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL: the run's INFO lines on stdout (the test waits on one),
+    # whatever an in-process `main()` of an earlier test left in os.environ
     return {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "PYTHONUNBUFFERED": "1",
-            "KBFLOW_INGEST_BATCH_FILES": "2", "KBFLOW_INGEST_WORKERS": "2", **extra}
+            "KBFLOW_INGEST_BATCH_FILES": "2", "KBFLOW_INGEST_WORKERS": "2",
+            "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "INFO", **extra}
 
 
 def _group_gone(pgid: int, within_s: float) -> bool:
@@ -40,7 +43,7 @@ def test_sigterm_stops_an_ingest_within_seconds_and_the_next_run_converges(prefe
     corpus.mkdir()
     for i in range(FILES):
         (corpus / f"doc{i:02d}.md").write_text(f"# 第{i}篇\n\n第{i}号闸门的巡查记录。\n", encoding="utf-8")
-    args = ["--home", str(home), "ingest", str(corpus), "--kb", "kb", "--verbose"]  # the run's log lines on stdout
+    args = ["--home", str(home), "ingest", str(corpus), "--kb", "kb"]
     with log.open("wb") as out:  # 16 files × 1 s on two workers: about 8 s of parsing left to stop
         proc = subprocess.Popen([sys.executable, "-m", "tests.flows.ingest_slow_files", *args], cwd=REPO,
                                 env=_env(KBFLOW_TEST_PREPARE_DELAY_S="1"), stdout=out, stderr=subprocess.STDOUT,
