@@ -9,10 +9,11 @@
 - `order_for_prompt` (seed 001 §7.1): on the rerank scale drop chunks under RERANK_CONTEXT_MIN_SCORE,
   except a table beside a passing chunk of its section (≥ min × 0.3) and figures (≥ min × 0.5).
 - `build_context` (seed 001 §7.2): group by (source, section), chunks in document order inside a
-  group, groups by their best score; add groups until CONTEXT_MAX_CHARS (8000), past
-  CONTEXT_SOFT_LIMIT (6000) only groups nearly as strong as the best; at most MAX_CONTEXT_CHUNKS
-  text chunks; a table is never cut or dropped from an admitted group. Each chunk is shown with
-  its `[ref:chunk_id]` so the answer can cite it.
+  group, groups by their best score; the ranked chunks first, then the expanded neighbours (ours:
+  the seed let the first hit's neighbours fill the budget before a later hit got in); add groups
+  until CONTEXT_MAX_CHARS (8000), past CONTEXT_SOFT_LIMIT (6000) only groups nearly as strong as
+  the best; at most MAX_CONTEXT_CHUNKS text chunks; a table is never cut or dropped from an
+  admitted group. Each chunk is shown with its `[ref:chunk_id]` so the answer can cite it.
 """
 from __future__ import annotations
 
@@ -104,7 +105,9 @@ def _line(c: Candidate) -> str:
 
 
 def build_context(cands: Sequence[Candidate], settings: Settings) -> Context:
-    """Fit the candidates into the character budget, grouped by (source, section) in chunk order."""
+    """Fit the candidates into the character budget, grouped by (source, section) in chunk order.
+    The ranked chunks are admitted first (groups by their best score), the expanded neighbours after
+    them: a neighbour of the first hit never crowds out a later hit (a table ranked 5th)."""
     groups: dict[tuple[str, str], list[tuple[int, Candidate]]] = {}
     for rank, c in enumerate(cands):
         if c.chunk is not None:
@@ -112,33 +115,37 @@ def build_context(cands: Sequence[Candidate], settings: Settings) -> Context:
     # groups by their best score, then by their best rank (stable for equal scores)
     order = sorted(groups.items(), key=lambda kv: (-max(c.score for _, c in kv[1]), min(r for r, _ in kv[1])))
     best = max((c.score for c in cands if c.chunk is not None), default=0.0)
+    r = settings.retrieval
     used, text_chunks = 0, 0
+    picked: dict[tuple[str, str], list[Candidate]] = {}
+    for expanded in (False, True):
+        for key, members in order:
+            group_score = max(c.score for _, c in members)
+            if used >= r.context_soft_limit and group_score < r.context_soft_admit_ratio * best:
+                continue
+            header_cost = 0 if key in picked else len(_header(*key)) + 2
+            budget = r.context_max_chars - used - header_cost
+            # tables first (never cut or dropped from an admitted group), then by rank
+            phase = sorted((rc for rc in members if bool(rc[1].expanded_from) == expanded),
+                           key=lambda rc: (rc[1].chunk.chunk_type != TABLE, rc[0]))
+            took = []
+            for _, c in phase:
+                is_table = c.chunk.chunk_type == TABLE
+                cost = len(_line(c)) + 1
+                if is_table or (cost <= budget and text_chunks < r.max_context_chunks):
+                    took.append(c)
+                    budget -= cost
+                    text_chunks += 0 if is_table else 1
+            if took:
+                used = r.context_max_chars - budget
+                picked.setdefault(key, []).extend(took)
     blocks: list[str] = []
     chosen: list[Candidate] = []
-    for (source, section), members in order:
-        group_score = max(c.score for _, c in members)
-        if (used >= settings.retrieval.context_soft_limit
-                and group_score < settings.retrieval.context_soft_admit_ratio * best):
-            continue
-        header = _header(source, section)
-        budget = settings.retrieval.context_max_chars - used - len(header) - 1
-        # what to keep of the group: tables always, then ranked chunks by rank, then expanded ones
-        priority = sorted(members, key=lambda rc: (rc[1].chunk.chunk_type != TABLE, bool(rc[1].expanded_from), rc[0]))
-        picked = []
-        for _, c in priority:
-            is_table = c.chunk.chunk_type == TABLE
-            cost = len(_line(c)) + 1
-            if is_table or (cost <= budget and text_chunks < settings.retrieval.max_context_chunks):
-                picked.append(c)
-                budget -= cost
-                text_chunks += 0 if is_table else 1
-        if not picked:
-            continue
-        picked.sort(key=lambda c: c.chunk.chunk_index)
-        block = "\n".join([header] + [_line(c) for c in picked])
-        blocks.append(block)
-        chosen.extend(picked)
-        used += len(block) + 2
+    for key, _ in order:
+        if key in picked:
+            members = sorted(picked[key], key=lambda c: c.chunk.chunk_index)
+            blocks.append("\n".join([_header(*key)] + [_line(c) for c in members]))
+            chosen.extend(members)
     return Context(chosen, "\n\n".join(blocks))
 
 

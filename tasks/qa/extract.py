@@ -207,7 +207,7 @@ def shortest_clause(question: str, sentence: str) -> str:
             hi += 1
         else:
             lo = 0
-    answers = _answers_what_is_asked(question)
+    answers = answers_what_is_asked(question)
     if answers is not None and not any(answers(p) for p in parts[lo:hi + 1]):
         holding = [k for k, p in enumerate(parts) if answers(p)]
         if holding:
@@ -216,7 +216,7 @@ def shortest_clause(question: str, sentence: str) -> str:
     return "".join(parts[lo:hi + 1]).rstrip("，,；;：:")
 
 
-def _answers_what_is_asked(question: str):
+def answers_what_is_asked(question: str):
     """For a question asking a date or a number: a test whether a clause holds a date / a number the
     question does not state itself; None for other questions."""
     stated = _numbers(question)

@@ -30,9 +30,9 @@ def context() -> Context:
     return build_context(cands, S)
 
 
-def retrieval(scores, scale=RRF, top_cosine=None) -> Retrieval:
+def retrieval(scores, scale=RRF, top_cosine=None, question=QUESTION) -> Retrieval:
     ranked = [Candidate(f"c{i}", score=s, rerank=s if scale == RERANK else None) for i, s in enumerate(scores)]
-    return Retrieval("q", "hybrid", scale, ranked, len(ranked), top_cosine, ["q"])
+    return Retrieval(question, "hybrid", scale, ranked, len(ranked), top_cosine, [question])
 
 
 def test_prompt_has_the_seed_system_prompt_refs_and_instruction():
@@ -84,6 +84,13 @@ def test_grade_evidence_is_scale_aware():
     assert grade_evidence(retrieval([0.9], top_cosine=0.9), ctx, S, floor)[0]
     ok, why = grade_evidence(retrieval([0.9], top_cosine=0.83), ctx, S, floor)
     assert not ok and "cosine 0.830 < 0.84" in why
+    # an English question's floor is lower (e5 scores English pairs lower): 0.815 passes, 0.79 does not
+    english = "What is the data type of CLIENT_PORT?"
+    assert grade_evidence(retrieval([0.9], top_cosine=0.815, question=english), ctx, S, floor)[0]
+    ok, why = grade_evidence(retrieval([0.9], top_cosine=0.79, question=english), ctx, S, floor)
+    assert not ok and "cosine 0.790 < 0.8" in why
+    assert not grade_evidence(retrieval([0.9], top_cosine=0.815, question="CLIENT_PORT 是什么类型？"), ctx, S,
+                              floor)[0]  # CJK in the question: the model's own floor
     assert grade_evidence(retrieval([0.9]), ctx, S, floor)[0]  # BM25 only: RRF says nothing absolute
     ok, why = grade_evidence(retrieval([0.9]), Context(ctx.chunks[:1], ""), S, floor)
     assert not ok and "1 evidence chunks" in why
@@ -163,3 +170,44 @@ def test_extractive_answer_quotes_a_table_row_with_its_header_not_a_restated_que
     rows = extractive_answer("西岭区2025年度用水指标是多少？", ctx,
                              S.replace(extractive_max_sentences=1, extractive_table_cells=False))
     assert rows.text == "行政区 | 2024年度指标 | 2025年度指标：西岭区 | 16800 | 16500[ref:p.docx_4]"
+
+
+def _chunk(cid: str, content: str, kind: str = "table", **kw) -> Chunk:
+    return Chunk(content=content, chunk_type=kind, source=cid.rsplit("_", 1)[0], chunk_id=cid, **kw)
+
+
+def test_a_table_row_of_the_document_the_question_names_beats_a_same_named_row_ranked_first():
+    # the research report's cash-flow table has a row named like the whole question; the quarterly
+    # report's balance sheet has the row and the column, and its text names the company
+    report = _chunk("broker.pdf_27", "现金流量表（百万元） | 2023 | 2024E\n货币资金的期初余额 | 12505 | 11901")
+    sheet = _chunk("byd.pdf_20", "项目 | 期末余额 | 期初余额\n货币资金 | 117,406,726,000.00 | 102,738,734,000.00")
+    cover = _chunk("byd.pdf_0", "证券代码:002594 证券简称:比亚迪", "text")
+    ctx = build_context([Candidate(c.chunk_id, s, chunk=c) for c, s in ((report, 0.83), (cover, 0.46), (sheet, 0.39))],
+                        S)
+    ans = extractive_answer("比亚迪货币资金的期初余额是多少？", ctx, S)
+    assert ans.text == "货币资金 — 期初余额: 102,738,734,000.00[ref:byd.pdf_20]"
+    # without the company's text in the context nothing says whose table it is: the first-ranked wins
+    alone = build_context([Candidate(c.chunk_id, s, chunk=c) for c, s in ((report, 0.83), (sheet, 0.39))], S)
+    assert extractive_answer("比亚迪货币资金的期初余额是多少？", alone, S).citations == ["broker.pdf_27"]
+
+
+def test_words_of_one_table_are_not_credited_to_another_table_of_the_same_document():
+    variables = _chunk("redp.pdf_63", "Global variable | Type | Description\nCLIENT_HOST | VARCHAR(255) | Host name\n"
+                                      "CLIENT_PORT | INTEGER | Port used by the current client")
+    usage = _chunk("redp.pdf_41", "Column name | Data type | Description\nUSER_TYPE | VARCHAR(5) | Type of user profile")
+    text = _chunk("redp.pdf_62", "IBM DB2 for i supports nine built-in global variables such as CLIENT_PORT.", "text")
+    other = _chunk("paper.pdf_84", "References about the data type of long-tailed recognition.", "text")
+    ctx = build_context([Candidate(c.chunk_id, s, chunk=c)
+                         for c, s in ((variables, 0.97), (text, 0.97), (usage, 0.28), (other, 0.27))], S)
+    assert extractive_answer("What is the data type of CLIENT_PORT?", ctx, S).text == \
+        "CLIENT_PORT — Type: INTEGER[ref:redp.pdf_63]"
+
+
+def test_a_unit_holding_the_asked_number_is_added_when_the_best_one_has_none():
+    intro = _chunk("spec.md_0", "电芯的放电能量与温度有关，放电能量的测试方法见附录。", "text")
+    value = _chunk("spec.md_1", "在25℃下电芯的放电能量不低于625 Wh。", "text")
+    ctx = build_context([Candidate("spec.md_0", 0.9, chunk=intro), Candidate("spec.md_1", 0.8, chunk=value)], S)
+    ans = extractive_answer("电芯的放电能量是多少？", ctx, S)
+    assert ans.citations == ["spec.md_0", "spec.md_1"] and "625 Wh" in ans.text
+    # a question that asks no number keeps the single best unit
+    assert extractive_answer("电芯的放电能量与什么有关？", ctx, S).citations == ["spec.md_0"]

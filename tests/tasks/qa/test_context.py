@@ -123,3 +123,17 @@ def test_a_table_is_never_cut(warehouse):
     cands = [Candidate("guide.docx_4", 0.9, chunk=big), Candidate("guide.docx_2", 0.8, chunk=records["guide.docx_2"])]
     ctx = build_context(cands, Settings.of(context_max_chars=200, context_soft_limit=150))
     assert ctx.chunk_ids[0] == "guide.docx_4" and big.content.strip() in ctx.text
+
+
+def test_ranked_chunks_get_in_before_the_expanded_neighbours_of_the_first(warehouse):
+    records = fetch_chunks(warehouse, "kb", ["guide.docx_2", "guide.docx_3", "guide.docx_6", "other.docx_3"])
+    first = Candidate("guide.docx_2", 0.9, chunk=records["guide.docx_2"])
+    later = Candidate("guide.docx_6", 0.3, chunk=records["guide.docx_6"])
+    neighbours = [Candidate("guide.docx_3", 0.9, expanded_from="guide.docx_2", chunk=records["guide.docx_3"]),
+                  Candidate("other.docx_3", 0.9, expanded_from="guide.docx_2", chunk=records["other.docx_3"])]
+    # room for three chunks: the two ranked ones and one neighbour, not the first's two neighbours
+    small = Settings.of(max_context_chunks=3)
+    assert build_context([first, later, *neighbours], small).chunk_ids == ["guide.docx_2", "guide.docx_3",
+                                                                           "guide.docx_6"]
+    assert build_context([first, later, *neighbours], Settings()).chunk_ids == [
+        "guide.docx_2", "guide.docx_3", "other.docx_3", "guide.docx_6"]
