@@ -5,9 +5,10 @@ citations checked against the context, confidence, and the evidence grade.
   chunk's ref, the confidence instruction for the top-3 mean score (seed 001 §7.5), the question.
 - `Answerer`: the LLM through `tasks.common.llm.ChatClient` (timeouts, retries with backoff on 429/5xx)
   when `llm_base_url` and `llm_model` are set; otherwise, or when the call fails for good, an
-  extractive answer: the table cell the question names ("row — column: value") or the shortest
-  clause carrying the answer of the sentence holding most of the question's (rarity-weighted)
-  terms, each with its ref (`tasks.qa.extract`).
+  extractive answer: the table cell the question names ("row — column: value"; of the document the
+  question names, "比亚迪") or the sentence (its shortest clause carrying the answer, optionally)
+  holding most of the question's (rarity-weighted) terms, plus the best unit with the number or
+  date asked when the first lacks one, each with its ref (`tasks.qa.extract`).
 - `validate_citations`: only chunks that were in the context may be cited; anything else is
   removed from the text (and counted), `[1]`-style marks too. An answer left with no citation gets
   the context chunk it overlaps most (seed 000 §10.3 `_attach_citations`).
@@ -226,9 +227,13 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     the chunk's own score, best first, each followed by its chunk's ref; a unit must hold
     `extractive_min_overlap` of the question's terms, else None. A table answers with the cell the
     question names (`tasks.qa.extract.table_cell`: "row — column: value"; +0.1 when it names the
-    column too: row and column named is the strongest evidence there is), a sentence with its
-    shortest clause that carries the answer (`extractive_clauses`; else the whole sentence). A
-    restated question ("问：…？") and a bare heading are not answers: they are discounted / skipped."""
+    column too: row and column named is the strongest evidence there is; a cell also holds the
+    terms its document's text names and no table does, `_document_terms`: the company whose
+    balance sheet it is), a sentence with its shortest clause that carries the answer
+    (`extractive_clauses`; else the whole sentence). A restated question ("问：…？") and a bare
+    heading are not answers: they are discounted / skipped. When the question asks a number or a
+    date the quoted units lack, the best unit holding one is added (if it scores ≥ SECOND_UNIT_RATIO
+    of the best)."""
     q = terms(question)
     if not q or not context.chunks:
         return None
