@@ -70,6 +70,7 @@ _NUMBER_MARKS = re.compile(r"\[\d+(?:\s*[,，、]\s*\d+)*\]")
 _SENTENCE_END = re.compile(r"(?<=[。！？!?；;])|\n+|(?<=[.!?])\s+(?=[A-Z0-9\"'])")
 MAX_SENTENCE_CHARS = 400
 MIN_SENTENCE_CHARS = 6  # shorter "sentences" are headings and labels
+_TOC_LINE = re.compile(r"[.．·…]{4,}\s*[0-9]*\s*$")  # a table-of-contents entry ("1.4.4 最大脉冲…..... 10")
 SECOND_UNIT_RATIO = 0.5  # a unit holding the asked number is added if it scores >= this x the best
 
 
@@ -230,8 +231,8 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     column too: row and column named is the strongest evidence there is; a cell also holds the
     terms its document's text names and no table does, `_document_terms`: the company whose
     balance sheet it is), a sentence with its shortest clause that carries the answer
-    (`extractive_clauses`; else the whole sentence). A restated question ("问：…？") and a bare
-    heading are not answers: they are discounted / skipped. When the question asks a number or a
+    (`extractive_clauses`; else the whole sentence). A restated question ("问：…？"), a bare
+    heading and a table-of-contents line are not answers: they are discounted / skipped. When the question asks a number or a
     date the quoted units lack, the best unit holding one is added (if it scores ≥ SECOND_UNIT_RATIO
     of the best)."""
     q = terms(question)
@@ -252,7 +253,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
             continue
         for pos, unit in enumerate(evidence_units(c.chunk)):
             cleaned = clean_text(unit)
-            if len(cleaned) < MIN_SENTENCE_CHARS or cleaned in headings:
+            if len(cleaned) < MIN_SENTENCE_CHARS or cleaned in headings or _TOC_LINE.search(unit):
                 continue
             restated = unit.endswith(("？", "?")) or unit.startswith(("问：", "问:", "Q:"))
             units.append((terms(unit), -1.0 if restated else 0.0, credit, order, pos, unit, c.chunk_id,

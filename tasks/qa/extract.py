@@ -148,6 +148,7 @@ def _column_score(header: str, question_terms: set[str], question_numbers: set[s
 def table_cell(question: str, content: str) -> Cell | None:
     """The cell of a " | " table the question asks for, or None when no row label is named."""
     q, q_numbers = terms(question), _numbers(question)
+    wants_words = answers_what_is_asked(question) is None  # "原因是什么", not "多少" / "哪一年"
     best: tuple[float, Cell] | None = None
     for headers, rows in _blocks(_grid(content)):
         col_scores = [_column_score(h, q, q_numbers) for h in headers]
@@ -159,7 +160,11 @@ def table_cell(question: str, content: str) -> Cell | None:
             row_score = named(label, q)
             if not label or not values or row_score <= 0:
                 continue
-            score, j = max((col_scores[j] if j < len(col_scores) else 0.0, -j) for j in values)
+            scored = [(col_scores[j] if j < len(col_scores) else 0.0, -j) for j in values]
+            # a question asking no number takes a named column of words over a named year's number
+            # ("2025年1-3月管理费用增加的原因" → 变动原因, not 2025年1-3月)
+            worded = [sj for sj in scored if sj[0] > 0 and not _HAS_DIGIT.search(row[-sj[1]])]
+            score, j = max(worded if wants_words and worded else scored)
             j = -j
             if score > 0:
                 cell = Cell(label, headers[j] if j < len(headers) else "", row[j], row_score, score)

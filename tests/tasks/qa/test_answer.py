@@ -211,3 +211,10 @@ def test_a_unit_holding_the_asked_number_is_added_when_the_best_one_has_none():
     assert ans.citations == ["spec.md_0", "spec.md_1"] and "625 Wh" in ans.text
     # a question that asks no number keeps the single best unit
     assert extractive_answer("电芯的放电能量与什么有关？", ctx, S).citations == ["spec.md_0"]
+
+
+def test_a_table_of_contents_line_is_not_an_answer():
+    toc = _chunk("spec.md_0", "1.4.4 最大脉冲放电电流(短脉冲) Maximum pulse discharge current（10s）.............. 10", "text")
+    body = _chunk("spec.md_9", "正常工作的单体电芯在50%SOC状态下，短脉冲最大脉冲放电电流1000A。", "text")
+    ctx = build_context([Candidate("spec.md_0", 0.9, chunk=toc), Candidate("spec.md_9", 0.5, chunk=body)], S)
+    assert extractive_answer("10s短脉冲的最大脉冲放电电流是多少？", ctx, S).citations == ["spec.md_9"]

@@ -81,3 +81,11 @@ def test_shortest_clause_that_carries_the_answer():
     # a clause that only restates the question takes its neighbour, which holds the answer
     assert shortest_clause("离开游戏会怎样？", "若离开游戏，则4分钟内不得配对。") == "若离开游戏，则4分钟内不得配对。"
     assert shortest_clause("什么颜色？", "一句没有逗号的话") == "一句没有逗号的话"
+
+
+def test_a_question_asking_no_number_takes_the_named_column_of_words():
+    table = ("科目名称 | 2025年1-3月 | 2024年1-3月 | 变动率 | 变动原因\n"
+             "管理费用 | 4,905,868,000.00 | 3,768,509,000.00 | 30.18% | 主要是职工薪酬和物料消耗增加所致")
+    assert table_cell("2025年1-3月管理费用增加的主要原因是什么？", table).text == \
+        "管理费用 — 变动原因: 主要是职工薪酬和物料消耗增加所致"
+    assert table_cell("2025年1-3月管理费用是多少？", table).text == "管理费用 — 2025年1-3月: 4,905,868,000.00"
