@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Sequence
 
 from flows.terminal import console, print_json, print_rows, progress_display
+from flows.warm_server import FORWARDED
 from schemas.errors import IndexIncompleteError, NothingLandedError, QueryError, UserError, WarehouseError
 from schemas.settings import load_settings
 
@@ -284,17 +285,36 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_server(args: argparse.Namespace) -> int:
-    """Run a Prefect server for this home until Ctrl-C; other kbflow commands on the home use it."""
-    from flows.server import serve
+    """Run a Prefect server for this home until Ctrl-C; other kbflow commands on the home use it, and
+    `ask`/`eval` run in its warm runner (model and libraries loaded once; flows/warm_server.py)."""
+    from flows.server import api_url_for, free_port, running_server, serve
 
     settings = load_settings(args.home)
+    if running_server(settings.home):
+        from schemas.errors import BusyError
+
+        raise BusyError(f"a kbflow server for {settings.home} is already running at {running_server(settings.home)}")
 
     def ready(url: str) -> None:
         print(f"kbflow server for {settings.home}: Prefect API at {url}"
               f"{' (UI: ' + url[:-4] + ')' if args.ui else ''}; Ctrl-C stops it", flush=True)
 
+    port = args.port or free_port()
+    runner = None
+    if not args.cold:
+        from flows.warm_server import start_runner
+
+        runner = start_runner(settings.home, api_url_for("127.0.0.1", port), dict(os.environ))
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
-    serve(settings.home, port=args.port, ui=args.ui, on_ready=ready)
+    try:
+        serve(settings.home, port=port, ui=args.ui, on_ready=ready)
+    finally:
+        if runner is not None:
+            runner.terminate()
+            try:
+                runner.wait(10)
+            except Exception:  # noqa: BLE001 - stuck: it must not outlive the server
+                runner.kill()
     return 0
 
 
@@ -311,6 +331,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--verbose", "-v", action="store_true",
                         help="show Prefect's and the libraries' log lines and progress bars")
     parser.add_argument("--config", help="a settings file applied over HOME/kbflow.toml (default: $KBFLOW_CONFIG)")
+    parser.add_argument("--no-server", action="store_true",
+                        help="run ask/eval in this process even when a warm `kbflow server` runs for the home")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = _sub(sub, "ingest", "parse, chunk and land documents into a knowledge base",
@@ -388,6 +410,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "and use it instead of starting a temporary one", codes=(0, 2, 3, 130))
     p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
     p.add_argument("--ui", action="store_true", help="also serve Prefect's web UI")
+    p.add_argument("--cold", action="store_true",
+                   help="no warm runner: only the Prefect server (ask/eval then load the model themselves)")
     p.set_defaults(func=cmd_server)
 
     # --home, --debug and --verbose are accepted after the sub-command too
@@ -397,7 +421,23 @@ def build_parser() -> argparse.ArgumentParser:
                                        help=argparse.SUPPRESS)
         sub.choices[name].add_argument("--verbose", "-v", action="store_true", default=argparse.SUPPRESS,
                                        help=argparse.SUPPRESS)
+        sub.choices[name].add_argument("--no-server", action="store_true", default=argparse.SUPPRESS,
+                                       help=argparse.SUPPRESS)
     return parser
+
+
+def _forwarded(args: argparse.Namespace, argv: list[str]) -> int | None:
+    """The exit code of the command run by this home's warm `kbflow server`, or None: run it here."""
+    from flows.warm_server import forward
+    from schemas.settings import _home_of
+
+    try:
+        code, why = forward(_home_of(args.home, None), argv)
+    except Exception as exc:  # noqa: BLE001 - never worse than running locally
+        code, why = None, f"{type(exc).__name__}: {exc}"
+    if code is None and args.debug:
+        print(f"debug: running here, not in the kbflow server: {why}", file=sys.stderr)
+    return code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -407,6 +447,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     quiet_libraries(verbose=args.verbose or args.debug, debug=args.debug)
     if args.config:  # flows load their settings themselves: the file reaches them through the environment
         os.environ["KBFLOW_CONFIG"] = str(Path(args.config).expanduser().resolve())
+    if args.command in FORWARDED and not args.no_server:
+        code = _forwarded(args, list(sys.argv[1:] if argv is None else argv))
+        if code is not None:
+            return code
     try:
         return args.func(args)
     except UserError as exc:

@@ -69,6 +69,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def api_url_for(host: str, port: int) -> str:
+    return f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}/api"
+
+
 def serve(home: Path, *, host: str = "127.0.0.1", port: int = 0, ui: bool = False,
           on_ready=None) -> None:
     """Run the Prefect server in this process until SIGINT/SIGTERM; the record exists while it answers."""
@@ -83,7 +87,7 @@ def serve(home: Path, *, host: str = "127.0.0.1", port: int = 0, ui: bool = Fals
     from prefect.server.api.server import create_app
 
     port = port or free_port()
-    api_url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}/api"
+    api_url = api_url_for(host, port)
     record = record_path(home)
     home.mkdir(parents=True, exist_ok=True)
 
