@@ -30,6 +30,7 @@ EXIT_CODES = {
     130: "interrupted (Ctrl-C)",
 }
 INTERNAL_ERROR = 70
+_VERBOSE = False  # --verbose/--debug: the temporary server's own output shows too
 
 
 def exit_codes_epilog(failure: str = "", codes: Sequence[int] = (0, 1, 2, 3, 4, 5, 6, 7, 130)) -> str:
@@ -41,11 +42,15 @@ def exit_codes_epilog(failure: str = "", codes: Sequence[int] = (0, 1, 2, 3, 4, 
 
 
 def start_flows(settings, *, warm: bool = False, vectors: bool = True) -> None:
-    """Before the first flow of this command: reuse this home's `kbflow server` when one runs (no
-    temporary server), start loading the model in the background, keep Prefect's console quiet."""
-    from flows.server import use_running_server
+    """Before the first flow of this command: reuse this home's `kbflow server` when one runs, else
+    start a temporary Prefect server at once (it starts while the rest loads); start loading the
+    model in the background; keep Prefect's console quiet; return once the server answers."""
+    from flows.server import TemporaryServer, use_running_server
 
-    use_running_server(settings.home)
+    temporary = None
+    if use_running_server(settings.home) is None and not _prefect_has_api():
+        temporary = TemporaryServer(quiet=not _VERBOSE)
+        os.environ["PREFECT_API_URL"] = temporary.api_url  # before Prefect reads its settings
     if warm:
         from flows.warm import prewarm
 
@@ -53,6 +58,17 @@ def start_flows(settings, *, warm: bool = False, vectors: bool = True) -> None:
     from flows.terminal import tame_prefect_console
 
     tame_prefect_console()
+    if temporary is not None:
+        temporary.wait()
+
+
+def _prefect_has_api() -> bool:
+    """Prefect, imported before (a test harness, a script), already has a server to talk to."""
+    if "prefect" not in sys.modules:
+        return False
+    from prefect.settings import get_current_settings
+
+    return bool(get_current_settings().api.url)
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -444,6 +460,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from flows.terminal import quiet_libraries
 
+    global _VERBOSE
+    _VERBOSE = args.verbose or args.debug
     quiet_libraries(verbose=args.verbose or args.debug, debug=args.debug)
     if args.config:  # flows load their settings themselves: the file reaches them through the environment
         os.environ["KBFLOW_CONFIG"] = str(Path(args.config).expanduser().resolve())
