@@ -469,6 +469,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = _forwarded(args, list(sys.argv[1:] if argv is None else argv))
         if code is not None:
             return code
+    code = _run(args)
+    if argv is None and args.command in FORWARDED:  # a command line (not a caller that goes on)
+        _exit_now(code)
+    return code
+
+
+def _exit_now(code: int) -> None:
+    """Exit once the exit handlers ran (Prefect's log and event workers drain, the temporary server
+    is told to stop), skipping the interpreter's teardown of torch & co (~1 s): nothing of an
+    `ask`/`eval` is left to write then (its results and the warehouse are closed and landed)."""
+    import atexit
+
+    try:
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return args.func(args)
     except UserError as exc:

@@ -260,8 +260,14 @@ class Runner:
         finally:
             for fd in fds:
                 os.close(fd)
+        import time
+
+        started = time.monotonic()
         _send(conn, {"accepted": True, "pid": pid})
-        _send(conn, {"exit": self.wait(pid, conn)})
+        code = self.wait(pid, conn)
+        _send(conn, {"exit": code})
+        print(f"kbflow server: ran `{' '.join(header['argv'])}` (exit {code}, {time.monotonic() - started:.1f} s)",
+              file=sys.stderr, flush=True)
 
     def wait(self, pid: int, conn: socket.socket) -> int:
         """The child's exit code; meanwhile: turn other clients away, pass a cancel on, notice a gone client."""
