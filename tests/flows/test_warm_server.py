@@ -79,9 +79,14 @@ def test_input_errors_come_back_with_their_exit_code(warm_home, tmp_path):
 
 def test_other_start_up_settings_run_locally(warm_home, monkeypatch):
     home, _ = warm_home
-    monkeypatch.setenv("PREFECT_LOGGING_ROOT_LEVEL", "DEBUG")  # what --debug sets: Prefect read it at start-up
-    code, why = warm_server.forward(home, ["--home", str(home), "ask", "nosuch.jsonl", "--kb", "t"])
-    assert code is None and "PREFECT_LOGGING_ROOT_LEVEL" in why
+    argv = ["--home", str(home), "ask", "nosuch.jsonl", "--kb", "t"]
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)  # an earlier in-process command may have set it
+    monkeypatch.setenv("HF_HUB_ETAG_TIMEOUT", "123")  # read by the model libraries once, at import
+    code, why = warm_server.forward(home, argv)
+    assert code is None and why == "other start-up settings than the kbflow server's (HF_HUB_ETAG_TIMEOUT)"
+    monkeypatch.delenv("HF_HUB_ETAG_TIMEOUT")
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
+    assert warm_server.forward(home, argv) == (None, "PREFECT_API_URL names another Prefect server")
 
 
 def test_a_stale_socket_falls_back_to_the_local_path(tmp_path, capsys):
