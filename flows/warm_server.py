@@ -113,6 +113,7 @@ def forward(home: Path, argv: list[str]) -> tuple[int | None, str]:
     if len(os.fsencode(path)) > 100:
         return None, f"the socket path is too long for a Unix socket: {path}"
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    accepted = False  # from then on the command has started there: it must not run here too
     try:
         try:
             sock.connect(str(path))
@@ -125,6 +126,7 @@ def forward(home: Path, argv: list[str]) -> tuple[int | None, str]:
         reply = _read_line(sock, buffer)
         if not reply or not reply.get("accepted"):
             return None, (reply or {}).get("refused", "the kbflow server closed the connection")
+        accepted = True
         while True:
             try:
                 reply = _read_line(sock, buffer)
@@ -140,7 +142,13 @@ def forward(home: Path, argv: list[str]) -> tuple[int | None, str]:
             if "exit" in reply:
                 return int(reply["exit"]), ""
     except (OSError, ValueError) as exc:
+        if accepted:
+            print(f"error: lost the kbflow server during the command: {exc}", file=sys.stderr)
+            return 70, ""
         return None, f"protocol error with the kbflow server: {exc}"
+    except KeyboardInterrupt:  # before the command started there
+        print("error: interrupted", file=sys.stderr)
+        return 130, ""
     finally:
         sock.close()
 
