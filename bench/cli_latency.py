@@ -8,9 +8,14 @@ tree and the baseline (e.g. `git archive main | tar -x -C /tmp/base`) so both se
 - phases, measured one after another in one process: import flows.cli (what an input error
   costs), the flow stack (prefect, chromadb, …), sentence-transformers/torch, model resolve +
   checksum, model load, jieba's dictionary, the rest of the retriever;
-- Prefect's temporary server: a no-op flow's start (server up + flow run) and its stop at exit;
-- the whole `kbflow ask examples/questions.jsonl --kb demo` (16 questions), wall time; for this
-  tree also with a running `kbflow server` for the home, and `kbflow ask nosuch.jsonl` (an input error).
+- Prefect's temporary server: a no-op flow's start (server up + flow run) and its stop at exit
+  (this tree starts it itself, before importing Prefect: flows/server.py TemporaryServer);
+- the whole `kbflow ask examples/questions.jsonl --kb demo` (16 questions), wall time, without a
+  server and with a running `kbflow server` for the home (this tree: its warm runner; its start is
+  timed until the runner's socket exists), and `kbflow ask nosuch.jsonl` (an input error).
+
+For the targets, run it on a quiet machine with --repeat 3 or more: medians of alternating rounds
+(the order of the trees flips every round); the 1-minute load during the rounds is printed.
 
 The home must hold the demo KB (`kbflow ingest examples/corpus --kb demo`); the default home is
 built with this tree when missing. Prints the figures, the ratios (this tree / baseline) and the
@@ -50,11 +55,20 @@ print(json.dumps(out))
 '''
 
 SERVER = r'''
-import json, time
+import json, os, time
+started = time.time()
+try:  # this tree: kbflow starts the temporary server itself, before Prefect is imported
+    from flows.server import TemporaryServer
+    server = TemporaryServer(); os.environ["PREFECT_API_URL"] = server.api_url
+except ImportError:  # the baseline: Prefect starts it at the first flow run
+    server = None
 from prefect import flow
 @flow
 def noop(): return 1
-t0 = time.time(); noop(); print(json.dumps({"started": t0, "ran": time.time()}), flush=True)
+t0 = time.time()
+if server is not None:
+    server.wait()
+noop(); print(json.dumps({"started": t0, "ran": time.time()}), flush=True)
 '''
 
 
@@ -100,25 +114,25 @@ def _temporary_server(tree: Path, home: Path) -> dict[str, float]:
 
 
 def ask(tree: Path, home: Path, questions: str = "examples/questions.jsonl") -> float:
-    quiet = ["--quiet"] if tree == REPO else []  # the baseline may not know the option
-    seconds, done = wall([PY, "-m", "flows.cli", "ask", questions, "--kb", "demo", *quiet], env_for(tree, home), tree)
+    seconds, done = wall([PY, "-m", "flows.cli", "ask", questions, "--kb", "demo", "--quiet"], env_for(tree, home), tree)
     if done.returncode != (2 if questions == "nosuch.jsonl" else 0):
         raise RuntimeError(done.stderr[-2000:])
     return seconds
 
 
 def with_server(tree: Path, home: Path) -> tuple[float, float]:
-    """(seconds until `kbflow server` answered, `kbflow ask` wall time while it runs)."""
-    record = home / "prefect-server.json"
-    record.unlink(missing_ok=True)
+    """(seconds until `kbflow server` is ready — its warm runner's socket, where the tree has one —,
+    `kbflow ask` wall time while it runs)."""
+    ready = home / ("kbflow-server.sock" if (tree / "flows" / "warm_server.py").exists() else "prefect-server.json")
+    ready.unlink(missing_ok=True)
     started = time.perf_counter()
     server = subprocess.Popen([PY, "-m", "flows.cli", "server"], env=env_for(tree, home), cwd=tree,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        while not record.exists():
+        while not ready.exists():
             if server.poll() is not None or time.perf_counter() - started > 300:
                 raise RuntimeError("kbflow server did not start")
-            time.sleep(0.2)
+            time.sleep(0.1)
         up = time.perf_counter() - started
         ask(tree, home)  # the server's first flow run (its caches) is not what a user pays later
         return up, ask(tree, home)
@@ -145,17 +159,21 @@ def main(argv: list[str]) -> int:
     trees = {"this": REPO} | ({"baseline": args.baseline.resolve()} if args.baseline else {})
     print(f"load average before: {load()}")
     rows: dict[str, dict[str, list[float]]] = {}
-    for _ in range(args.repeat):
-        for name, tree in trees.items():  # alternately: both trees under the same load
+    loads: list[float] = []
+    for round_ in range(args.repeat):
+        # alternately, and each round in the other order: both trees see the same load
+        for name, tree in (list(trees.items()) if round_ % 2 == 0 else list(trees.items())[::-1]):
             got = rows.setdefault(name, {})
-            for label, value in {**phases(tree, home), **temporary_server(tree, home),
-                                 "ask, 16 questions (no server)": ask(tree, home)}.items():
+            figures = {**phases(tree, home), **temporary_server(tree, home),
+                       "ask, 16 questions (no server)": ask(tree, home)}
+            up, served = with_server(tree, home)
+            figures.update({"kbflow server start (until ready)": up, "ask, 16 questions (kbflow server)": served,
+                            "ask nosuch.jsonl (input error)": ask(tree, home, "nosuch.jsonl")})
+            for label, value in figures.items():
                 got.setdefault(label, []).append(value)
-        up, served = with_server(REPO, home)
-        rows["this"].setdefault("kbflow server start (once)", []).append(up)
-        rows["this"].setdefault("ask, 16 questions (kbflow server)", []).append(served)
-        rows["this"].setdefault("ask nosuch.jsonl (input error)", []).append(ask(REPO, home, "nosuch.jsonl"))
-    print(f"load average after: {load()}  (figures: median of {args.repeat}, seconds)")
+            loads.append(os.getloadavg()[0])
+    print(f"load average after: {load()}; 1-min load during the rounds: {min(loads):.1f}-{max(loads):.1f}  "
+          f"(figures: median of {args.repeat}, seconds)")
     labels = list(dict.fromkeys(label for got in rows.values() for label in got))
     print(f"{'':42} {'this':>8} {'baseline':>9} {'ratio':>6}")
     for label in labels:

@@ -60,17 +60,22 @@ while alive(server):
 """
 
 
-def _watch_temporary_server(module) -> None:
+def start_watchdog(server_pid: int) -> None:
+    """A process that stops the server `server_pid` once this process is gone."""
     import subprocess
 
+    subprocess.Popen([sys.executable, "-c", _WATCHDOG, str(os.getpid()), str(server_pid)],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                     start_new_session=True, close_fds=True)
+
+
+def _watch_temporary_server(module) -> None:
     server_cls = module.SubprocessASGIServer
     start_server = server_cls._run_uvicorn_command
 
     def run_uvicorn_command(self):
         process = start_server(self)
-        subprocess.Popen([sys.executable, "-c", _WATCHDOG, str(os.getpid()), str(process.pid)],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True, close_fds=True)
+        start_watchdog(process.pid)
         return process
 
     server_cls._run_uvicorn_command = run_uvicorn_command

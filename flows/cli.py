@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Sequence
 
 from flows.terminal import console, print_json, print_rows, progress_display
+from flows.warm_server import FORWARDED
 from schemas.errors import IndexIncompleteError, NothingLandedError, QueryError, UserError, WarehouseError
 from schemas.settings import load_settings
 
@@ -29,6 +30,7 @@ EXIT_CODES = {
     130: "interrupted (Ctrl-C)",
 }
 INTERNAL_ERROR = 70
+_VERBOSE = False  # --verbose/--debug: the temporary server's own output shows too
 
 
 def exit_codes_epilog(failure: str = "", codes: Sequence[int] = (0, 1, 2, 3, 4, 5, 6, 7, 130)) -> str:
@@ -40,11 +42,15 @@ def exit_codes_epilog(failure: str = "", codes: Sequence[int] = (0, 1, 2, 3, 4, 
 
 
 def start_flows(settings, *, warm: bool = False, vectors: bool = True) -> None:
-    """Before the first flow of this command: reuse this home's `kbflow server` when one runs (no
-    temporary server), start loading the model in the background, keep Prefect's console quiet."""
-    from flows.server import use_running_server
+    """Before the first flow of this command: reuse this home's `kbflow server` when one runs, else
+    start a temporary Prefect server at once (it starts while the rest loads); start loading the
+    model in the background; keep Prefect's console quiet; return once the server answers."""
+    from flows.server import TemporaryServer, use_running_server
 
-    use_running_server(settings.home)
+    temporary = None
+    if use_running_server(settings.home) is None and not _prefect_has_api():
+        temporary = TemporaryServer(quiet=not _VERBOSE)
+        os.environ["PREFECT_API_URL"] = temporary.api_url  # before Prefect reads its settings
     if warm:
         from flows.warm import prewarm
 
@@ -52,6 +58,17 @@ def start_flows(settings, *, warm: bool = False, vectors: bool = True) -> None:
     from flows.terminal import tame_prefect_console
 
     tame_prefect_console()
+    if temporary is not None:
+        temporary.wait()
+
+
+def _prefect_has_api() -> bool:
+    """Prefect, imported before (a test harness, a script), already has a server to talk to."""
+    if "prefect" not in sys.modules:
+        return False
+    from prefect.settings import get_current_settings
+
+    return bool(get_current_settings().api.url)
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -284,17 +301,36 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_server(args: argparse.Namespace) -> int:
-    """Run a Prefect server for this home until Ctrl-C; other kbflow commands on the home use it."""
-    from flows.server import serve
+    """Run a Prefect server for this home until Ctrl-C; other kbflow commands on the home use it, and
+    `ask`/`eval` run in its warm runner (model and libraries loaded once; flows/warm_server.py)."""
+    from flows.server import api_url_for, free_port, running_server, serve
 
     settings = load_settings(args.home)
+    if running_server(settings.home):
+        from schemas.errors import BusyError
+
+        raise BusyError(f"a kbflow server for {settings.home} is already running at {running_server(settings.home)}")
 
     def ready(url: str) -> None:
         print(f"kbflow server for {settings.home}: Prefect API at {url}"
               f"{' (UI: ' + url[:-4] + ')' if args.ui else ''}; Ctrl-C stops it", flush=True)
 
+    port = args.port or free_port()
+    runner = None
+    if not args.cold:
+        from flows.warm_server import start_runner
+
+        runner = start_runner(settings.home, api_url_for("127.0.0.1", port), dict(os.environ))
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
-    serve(settings.home, port=args.port, ui=args.ui, on_ready=ready)
+    try:
+        serve(settings.home, port=port, ui=args.ui, on_ready=ready)
+    finally:
+        if runner is not None:
+            runner.terminate()
+            try:
+                runner.wait(10)
+            except Exception:  # noqa: BLE001 - stuck: it must not outlive the server
+                runner.kill()
     return 0
 
 
@@ -311,6 +347,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--verbose", "-v", action="store_true",
                         help="show Prefect's and the libraries' log lines and progress bars")
     parser.add_argument("--config", help="a settings file applied over HOME/kbflow.toml (default: $KBFLOW_CONFIG)")
+    parser.add_argument("--no-server", action="store_true",
+                        help="run ask/eval in this process even when a warm `kbflow server` runs for the home")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = _sub(sub, "ingest", "parse, chunk and land documents into a knowledge base",
@@ -388,6 +426,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "and use it instead of starting a temporary one", codes=(0, 2, 3, 130))
     p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
     p.add_argument("--ui", action="store_true", help="also serve Prefect's web UI")
+    p.add_argument("--cold", action="store_true",
+                   help="no warm runner: only the Prefect server (ask/eval then load the model themselves)")
     p.set_defaults(func=cmd_server)
 
     # --home, --debug and --verbose are accepted after the sub-command too
@@ -397,16 +437,59 @@ def build_parser() -> argparse.ArgumentParser:
                                        help=argparse.SUPPRESS)
         sub.choices[name].add_argument("--verbose", "-v", action="store_true", default=argparse.SUPPRESS,
                                        help=argparse.SUPPRESS)
+        sub.choices[name].add_argument("--no-server", action="store_true", default=argparse.SUPPRESS,
+                                       help=argparse.SUPPRESS)
     return parser
+
+
+def _forwarded(args: argparse.Namespace, argv: list[str]) -> int | None:
+    """The exit code of the command run by this home's warm `kbflow server`, or None: run it here."""
+    from flows.warm_server import forward
+    from schemas.settings import _home_of
+
+    try:
+        code, why = forward(_home_of(args.home, None), argv)
+    except Exception as exc:  # noqa: BLE001 - never worse than running locally
+        code, why = None, f"{type(exc).__name__}: {exc}"
+    if code is None and args.debug:
+        print(f"debug: running here, not in the kbflow server: {why}", file=sys.stderr)
+    return code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from flows.terminal import quiet_libraries
 
+    global _VERBOSE
+    _VERBOSE = args.verbose or args.debug
     quiet_libraries(verbose=args.verbose or args.debug, debug=args.debug)
     if args.config:  # flows load their settings themselves: the file reaches them through the environment
         os.environ["KBFLOW_CONFIG"] = str(Path(args.config).expanduser().resolve())
+    if args.command in FORWARDED and not args.no_server:
+        code = _forwarded(args, list(sys.argv[1:] if argv is None else argv))
+        if code is not None:
+            return code
+    code = _run(args)
+    if argv is None and args.command in FORWARDED:  # a command line (not a caller that goes on)
+        _exit_now(code)
+    return code
+
+
+def _exit_now(code: int) -> None:
+    """Exit once the exit handlers ran (Prefect's log and event workers drain, the temporary server
+    is told to stop), skipping the interpreter's teardown of torch & co (~1 s): nothing of an
+    `ask`/`eval` is left to write then (its results and the warehouse are closed and landed)."""
+    import atexit
+
+    try:
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return args.func(args)
     except UserError as exc:

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
+import sys
 import threading
 import time
 import urllib.request
@@ -69,6 +71,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def api_url_for(host: str, port: int) -> str:
+    return f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}/api"
+
+
 def serve(home: Path, *, host: str = "127.0.0.1", port: int = 0, ui: bool = False,
           on_ready=None) -> None:
     """Run the Prefect server in this process until SIGINT/SIGTERM; the record exists while it answers."""
@@ -83,7 +89,7 @@ def serve(home: Path, *, host: str = "127.0.0.1", port: int = 0, ui: bool = Fals
     from prefect.server.api.server import create_app
 
     port = port or free_port()
-    api_url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}/api"
+    api_url = api_url_for(host, port)
     record = record_path(home)
     home.mkdir(parents=True, exist_ok=True)
 
@@ -100,6 +106,8 @@ def serve(home: Path, *, host: str = "127.0.0.1", port: int = 0, ui: bool = Fals
             time.sleep(0.2)
 
     threading.Thread(target=publish, daemon=True, name="kbflow-server-publish").start()
+    # uvicorn re-raises a SIGTERM it handled once it has shut down: as SystemExit, so the record goes
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         uvicorn.run(create_app(final=True), host=host, port=port, log_level="error", lifespan="on")
     finally:
@@ -108,3 +116,54 @@ def serve(home: Path, *, host: str = "127.0.0.1", port: int = 0, ui: bool = Fals
                 record.unlink()
         except (OSError, ValueError):
             pass
+
+
+# ------------------------------------------------------------------------------------------------
+# the temporary server of a command run without `kbflow server`
+
+STARTUP_TIMEOUT_ENV = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
+
+
+class TemporaryServer:
+    """What Prefect starts when there is no API URL (uvicorn serving its API on the default database,
+    UI off, ephemeral services only), but started by the command itself before it imports Prefect,
+    so the ~5 s of the server's start overlap the command's own imports and model load; stopped at
+    exit without waiting for it (the watchdog of flows/__init__.py ends it if kbflow dies first)."""
+
+    def __init__(self, *, quiet: bool = True):
+        import atexit
+        import subprocess
+
+        self.port = free_port()
+        self.api_url = api_url_for("127.0.0.1", self.port)
+        env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+        env.update(PREFECT_UI_ENABLED="0", PREFECT__SERVER_EPHEMERAL="1", PREFECT__SERVER_FINAL="1")
+        output = subprocess.DEVNULL if quiet else None
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "--factory", "prefect.server.api.server:create_app", "--host",
+             "127.0.0.1", "--port", str(self.port), "--log-level", "error", "--lifespan", "on"],
+            env=env, stdin=subprocess.DEVNULL, stdout=output, stderr=output)
+        from flows import start_watchdog
+
+        start_watchdog(self.process.pid)
+        # registered before Prefect's own exit handlers (its log and event workers start with the first
+        # flow run), so it runs after they have drained into this server
+        atexit.register(self.stop)
+
+    def wait(self) -> str:
+        """The API URL once the server answers; an error if it exits or does not answer in time."""
+        timeout = float(os.environ.get(STARTUP_TIMEOUT_ENV) or 120)
+        deadline = time.monotonic() + timeout
+        while not healthy(self.api_url, timeout=0.5):
+            if self.process.poll() is not None:
+                raise RuntimeError(f"Prefect's temporary server exited with code {self.process.returncode} "
+                                   "(run again with --verbose to see its output)")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Prefect's temporary server did not answer within {timeout:.0f} s "
+                                   f"({STARTUP_TIMEOUT_ENV})")
+            time.sleep(0.05)
+        return self.api_url
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()  # no wait: it stops on its own, like a Ctrl-C'd server

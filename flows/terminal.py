@@ -17,8 +17,19 @@ from rich.text import Text
 
 from tasks.common.display import format_cell, text_width, truncate_middle
 
-console = Console(width=None if sys.stdout.isatty() else 160, highlight=False)
-notes = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
+console = Console(highlight=False)
+notes = Console(stderr=True, highlight=False)
+
+
+def bind_consoles() -> None:
+    """(Re)initialize the two consoles for the current stdout/stderr: the terminal's width, or 160
+    columns when not a terminal. In place, so every module's reference stays valid (the warm
+    server's child calls it after taking over its client's streams)."""
+    console.__init__(width=None if sys.stdout.isatty() else 160, highlight=False)
+    notes.__init__(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
+
+
+bind_consoles()
 
 MIN_COLUMN = 8  # a text column is never shortened below this many cells (or its heading)
 

@@ -13,9 +13,9 @@ import pytest
 from flows.cli import main
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def ingested(prefect_harness, tmp_path_factory, shared_e5_model):
-    """One home with kb `t` (two documents landed, one rejected) for the module's tests."""
+    """One home with kb `t` (two documents landed, one rejected) for the CLI tests (test_warm_server.py too)."""
     import contextlib
     import os
 
