@@ -15,6 +15,16 @@ LLM, EXTRACTIVE, INSUFFICIENT = "llm", "extractive", "insufficient"
 RRF, RERANK = "rrf", "rerank"
 
 
+def _same_file(source: str, gold: str) -> bool:
+    """A gold source names a file by its path or by its trailing folders and name: a source is
+    recorded relative to the KB root (`../en/report.pdf`, `dept_a/说明.md`), a question set names
+    it the way its author saw it (`report.pdf`, `en/report.pdf`)."""
+    if source == gold:
+        return True
+    parts, tail = PurePosixPath(source).parts, PurePosixPath(gold).parts
+    return bool(tail) and ".." not in tail and parts[-len(tail):] == tail
+
+
 @dataclass
 class Question:
     qid: str
@@ -36,7 +46,7 @@ class Question:
         (within gold_pages when given), or its source's file stem is a gold passage id."""
         if chunk_id in self.gold_chunk_ids:
             return True
-        if source in self.gold_sources:
+        if any(_same_file(source, gold) for gold in self.gold_sources):
             if not self.gold_pages:
                 return True
             return any(page_start <= p <= max(page_end, page_start) for p in self.gold_pages)

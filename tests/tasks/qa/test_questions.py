@@ -112,6 +112,9 @@ def test_gold_matching():
     q = Question("q", "?", gold_sources=["report.pdf"], gold_pages=[5])
     assert q.is_gold("x", "report.pdf", 4, 6) and not q.is_gold("x", "report.pdf", 1, 2)
     assert not q.is_gold("x", "other.pdf", 5, 5)
+    # sources are recorded relative to the KB root: a gold name matches their trailing path parts
+    assert q.is_gold("x", "../en/report.pdf", 5, 5) and q.is_gold("x", "docs/report.pdf", 4, 6)
+    assert not q.is_gold("x", "../en/old_report.pdf", 5, 5)
     q = Question("q", "?", gold_pids=["TRIAL_800"])
     assert q.is_gold("TRIAL_800.md_0", "TRIAL_800.md") and q.is_gold("c", "cmrc/TRIAL_800.txt")
     assert not q.is_gold("TRIAL_8000.md_0", "TRIAL_8000.md")
