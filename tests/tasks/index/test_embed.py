@@ -257,13 +257,18 @@ class FakeEmbedder:
         self.batches, self.fail_on_batch = 0, fail_on_batch
 
     def embed(self, texts, kind="passage", batch_size=None):
-        self.batches += 1
-        if self.batches == self.fail_on_batch:
-            raise KeyboardInterrupt("killed")
-        self.encoded += len(texts)
         rng = [np.random.default_rng(int.from_bytes(text_key(kind + t)[:4], "little")) for t in texts]
         v = np.stack([r.standard_normal(self.dim) for r in rng]).astype(np.float32)
         return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    def encode_batches(self, texts, kind="passage", batch_size=None):
+        for a in range(0, len(texts), batch_size):
+            self.batches += 1
+            if self.batches == self.fail_on_batch:
+                raise KeyboardInterrupt("killed")
+            rows = list(range(a, min(a + batch_size, len(texts))))
+            self.encoded += len(rows)
+            yield rows, self.embed([texts[r] for r in rows], kind)
 
 
 def test_interrupted_run_keeps_finished_batches(tmp_path):
