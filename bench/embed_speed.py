@@ -16,7 +16,9 @@ Variants:
 - `fp32 encode`: `SentenceTransformer.encode`, the reference;
 - `stage fp32` / `stage bf16` / `stage autocast`: `tasks.index.embed.embed_texts` with a cold cache
   (hashing, cache lookups and writes included) and `Embedder(precision=...)`: "bf16" = the weights
-  cast to bf16, "bf16-autocast" = fp32 weights, torch bf16 autocast (both on AMX here);
+  cast to bf16, "bf16-autocast" = fp32 weights, torch bf16 autocast (both on AMX here); the stage
+  tokenizes a slice's misses together, batches them by exact token count and hands the transformer
+  the additive padding mask (see tasks/index/embed.py);
 - `onnx fp32` / `onnx int8`: the transformer exported with torch.onnx, run by ONNX Runtime (dynamic
   int8 quantization via onnxruntime.quantization); skipped when the `onnx` package is absent;
 - `torch int8`: torch dynamic int8 quantization of the Linear layers.
@@ -179,21 +181,22 @@ def run(args, work: Path) -> int:
             return out
         return encode
 
-    torch_int8 = Embedder(model_path, precision="fp32")
-    torch.ao.quantization.quantize_dynamic(torch_int8.model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
     variants: dict[str, Callable] = {
         "fp32 encode": lambda part: st.encode(part, prompt=PROMPT, batch_size=args.batch_size,
                                               normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False),
         "stage fp32": stage(fp32),
         "stage bf16": stage(bf16),
         "stage autocast": stage(autocast),
-        "torch int8": lambda part: torch_int8.embed_passages(part, args.batch_size),
     }
+    queries = {"fp32 encode": fp32, "stage fp32": fp32, "stage bf16": bf16, "stage autocast": autocast}
+    if "torch int8" in args.variants:
+        torch_int8 = Embedder(model_path, precision="fp32")
+        torch.ao.quantization.quantize_dynamic(torch_int8.model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
+        variants["torch int8"] = lambda part: torch_int8.embed_passages(part, args.batch_size)
+        queries["torch int8"] = torch_int8
     if {"onnx fp32", "onnx int8"} & set(args.variants):
         variants.update({name: longest_first(fn) for name, fn in onnx_variants(st, work, torch.get_num_threads()).items()})
     variants = {name: fn for name, fn in variants.items() if name in args.variants or name == "fp32 encode"}
-    queries = {"fp32 encode": fp32, "stage fp32": fp32, "stage bf16": bf16, "stage autocast": autocast,
-               "torch int8": torch_int8}
 
     for fn in variants.values():  # warm-up (first-call allocations), not timed
         fn(texts[:4])

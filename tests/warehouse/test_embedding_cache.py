@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import hashlib
-import time
 
 import numpy as np
 import pytest
@@ -51,17 +50,15 @@ def test_for_settings_lives_under_the_cache_dir(tmp_path):
         assert cache.path == settings.cache_dir / "embeddings" / CACHE_FILE and cache.model_id == "m@1"
 
 
-def test_cache_lookups_scale(tmp_path):
+def test_many_batches_and_a_lookup_larger_than_one_select(tmp_path):
+    """Several transactions, then one lookup spanning several `SELECT ... IN` chunks; the speed is
+    measured by bench/embedding_cache.py, not here (a timed assertion fails under load)."""
     cache = EmbeddingCache(tmp_path / "embeddings", "m@1")
-    keys = [key(f"chunk {i}") for i in range(20_000)]
+    keys = [key(f"chunk {i}") for i in range(3 * EmbeddingCache._CHUNK + 7)]
     vectors = np.random.default_rng(0).standard_normal((len(keys), 384)).astype(np.float32)
-    started = time.perf_counter()
-    for a in range(0, len(keys), 1000):
-        cache.put_many(list(zip(keys[a:a + 1000], vectors[a:a + 1000])), kind="passage")
-    put_s = time.perf_counter() - started
-    started = time.perf_counter()
-    found = cache.get_many(keys, dim=384, kind="passage")
-    get_s = time.perf_counter() - started
-    assert len(found) == len(keys)
-    np.testing.assert_array_equal(found[keys[12345]], vectors[12345])
-    assert put_s < 10 and get_s < 3, (put_s, get_s)
+    for a in range(0, len(keys), 400):
+        cache.put_many(list(zip(keys[a:a + 400], vectors[a:a + 400])), kind="passage")
+    found = cache.get_many(keys + [key("absent")], dim=384, kind="passage")
+    assert len(found) == len(keys) and cache.count() == len(keys)
+    for i in (0, EmbeddingCache._CHUNK, len(keys) - 1):  # first, across a chunk boundary, last
+        np.testing.assert_array_equal(found[keys[i]], vectors[i])

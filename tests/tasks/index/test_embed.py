@@ -249,6 +249,25 @@ def test_cache_hits_are_not_tokenized_and_misses_once(embedder, tmp_path, monkey
     assert tokenized == []  # all from the cache: nothing tokenized
 
 
+def test_batches_are_trimmed_to_their_longest_and_match_sentence_transformers(embedder, monkeypatch):
+    widths: list[tuple[int, int]] = []
+    real = embedder._forward
+
+    def forward(features):
+        widths.append((features["input_ids"].shape[1], int(features["attention_mask"].sum(dim=1).max())))
+        return real(features)
+
+    monkeypatch.setattr(embedder, "_forward", forward)
+    texts = PASSAGES + ["短句。", "北京" * 40]  # mixed lengths: padding inside every batch
+    ours = embedder.embed_passages(texts, batch_size=3)
+    assert len(widths) == 3 and all(width == longest for width, longest in widths), widths
+    assert [w for w, _ in widths] == sorted((w for w, _ in widths), reverse=True)  # longest first
+    # the additive mask and the trimmed batches give sentence-transformers' own fp32 vectors
+    reference = embedder.model.encode(texts, prompt=embedder.passage_prompt, batch_size=32,
+                                      normalize_embeddings=True, convert_to_numpy=True)
+    np.testing.assert_allclose(ours, reference, atol=2e-5)
+
+
 class FakeEmbedder:
     """Deterministic vectors; fails on the n-th batch like a killed process would stop there."""
 
@@ -257,13 +276,18 @@ class FakeEmbedder:
         self.batches, self.fail_on_batch = 0, fail_on_batch
 
     def embed(self, texts, kind="passage", batch_size=None):
-        self.batches += 1
-        if self.batches == self.fail_on_batch:
-            raise KeyboardInterrupt("killed")
-        self.encoded += len(texts)
         rng = [np.random.default_rng(int.from_bytes(text_key(kind + t)[:4], "little")) for t in texts]
         v = np.stack([r.standard_normal(self.dim) for r in rng]).astype(np.float32)
         return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    def encode_batches(self, texts, kind="passage", batch_size=None):
+        for a in range(0, len(texts), batch_size):
+            self.batches += 1
+            if self.batches == self.fail_on_batch:
+                raise KeyboardInterrupt("killed")
+            rows = list(range(a, min(a + batch_size, len(texts))))
+            self.encoded += len(rows)
+            yield rows, self.embed([texts[r] for r in rows], kind)
 
 
 def test_interrupted_run_keeps_finished_batches(tmp_path):

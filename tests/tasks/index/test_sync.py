@@ -174,13 +174,13 @@ def small_docs(settings: Settings, n: int, *, duplicated: str = "") -> list[tupl
 
 def counting_encodes(monkeypatch, indexer) -> list[int]:
     sizes: list[int] = []
-    real = indexer.embedder._encode_batch
+    real = indexer.embedder._forward
 
-    def encode(texts, *args, **kwargs):
-        sizes.append(len(texts))
-        return real(texts, *args, **kwargs)
+    def encode(features, *args, **kwargs):
+        sizes.append(len(features["input_ids"]))
+        return real(features, *args, **kwargs)
 
-    monkeypatch.setattr(indexer.embedder, "_encode_batch", encode)
+    monkeypatch.setattr(indexer.embedder, "_forward", encode)
     return sizes
 
 
