@@ -4,7 +4,6 @@ character bigrams the rescues and the extractive answerer compare text by."""
 from __future__ import annotations
 
 import functools
-
 import logging
 import os
 import re

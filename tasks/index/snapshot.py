@@ -164,8 +164,8 @@ class SnapshotCollection:
             top = np.broadcast_to(np.arange(len(rows)), (len(q), len(rows)))
         out_ids, out_d = [], []
         for s, cand in zip(sims, top):
-            if k < len(rows) and np.count_nonzero(s >= s[cand].min()) > k:
-                cand = np.flatnonzero(s >= s[cand].min())  # every row tied with the k-th: ids decide
+            if k < len(rows) and np.count_nonzero(tied := s >= s[cand].min()) > k:
+                cand = np.flatnonzero(tied)  # every row tied with the k-th cosine: ids decide which stay
             order = cand[np.lexsort((self._id_rank[rows[cand]], -s[cand]))][:k]
             out_ids.append(self.ids[rows[order]].tolist())
             out_d.append((1.0 - s[order]).astype(float).tolist())
