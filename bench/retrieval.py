@@ -1,7 +1,7 @@
 """Benchmark: batch-QA retrieval on a ~10k-chunk knowledge base built by kbflow's own `ingest` flow.
 
     .venv/bin/python bench/retrieval.py [--home DIR] [--build-only | --no-ingest] [--sample N]
-                                        [--cache DIR] [--throughput-questions N]
+                                        [--cache DIR] [--throughput-questions N] [--throughput-only]
 
 Knowledge base `bench` (built once under --home, default /tmp/kbflow-bench; re-runs reuse it):
 every passage of ../shared/data/qa — rgb_zh_refine_dev 7,337, drcd_dev 1,000, cmrc2018_trial 256,
@@ -168,6 +168,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--sample", type=int, default=400,
                         help="questions per set (a deterministic sample; 0 = all; every passage stays in the KB)")
     parser.add_argument("--throughput-questions", type=int, default=2000)
+    parser.add_argument("--throughput-only", action="store_true",
+                        help="only section 5 (questions/s): to alternate with another tree on the same KB")
     args = parser.parse_args(argv)
 
     from schemas.settings import load_settings
@@ -191,6 +193,9 @@ def main(argv: list[str]) -> int:
     retriever.embedder  # noqa: B018 - load the model before timing anything
     print(f"retriever loaded in {time.perf_counter() - started:.1f} s (embedding model {retriever.embedder.model_id})")
     batch = settings.runtime.qa_batch_size
+
+    if args.throughput_only:
+        return throughput(retriever, settings, args.throughput_questions, chunks)
 
     # 1. every set's recall channels, once (cached on disk)
     cache = (args.cache or home / "fusion-cache").resolve()
@@ -217,7 +222,6 @@ def main(argv: list[str]) -> int:
 
     # 3. the real pipeline after recall (filters, MMR, adaptive top-k, rescues), fed from the cache
     replay = ff.CachedRetriever(retriever, cached)
-    r = settings.retrieval
     configs = [("vector-only", "vector", {}, False), ("BM25-only", "bm25", {}, False),
                ("hybrid RRF", "hybrid", {"fusion": "rrf"}, False),
                ("hybrid score (settings)", "hybrid", {"fusion": "score"}, False),
@@ -259,12 +263,19 @@ def main(argv: list[str]) -> int:
     print(f"\nhybrid + rescues on rgb_zh_refine_dev twice with real recall: {differ} of {len(rgb)} rankings differ")
 
     # 5. throughput on a deterministic sample of every set's questions, real recall, no reranker
+    return throughput(retriever, settings, args.throughput_questions, chunks)
+
+
+def throughput(retriever, settings, questions: int, chunks: int) -> int:
+    """Section 5: questions/s of retrieval, and of retrieval + context + extractive answer."""
     from tasks.qa.answer import Answerer
     from tasks.qa.context import contexts_for, expand_batch
 
+    batch = settings.runtime.qa_batch_size
     pool = [q for name in SETS for q in questions_of(name)]
-    sample = random.Random(0).sample(pool, min(args.throughput_questions, len(pool)))
+    sample = random.Random(0).sample(pool, min(questions, len(pool)))
     answerer = Answerer(settings.replace(llm_base_url=""))
+    load_before = os.getloadavg()[0]
     t0 = time.perf_counter()
     rs = retrieve_all(retriever, sample, "hybrid", rescues=True, batch=batch, use_reranker=False)
     t_retrieve = time.perf_counter() - t0
@@ -275,12 +286,12 @@ def main(argv: list[str]) -> int:
         answerer.answer_many([(r.question, c, "", False) for r, c in zip(part, ctx)])
     t_rest = time.perf_counter() - t0
     n = len(sample)
-    print(f"\nthroughput on {chunks} chunks, {n} questions (all sets), batches of {batch}, fusion {r.fusion!r}, "
-          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}:")
+    print(f"\nthroughput on {chunks} chunks, {n} questions (all sets), batches of {batch}, fusion "
+          f"{settings.retrieval.fusion!r}, {os.cpu_count()} cores, load average {load_before:.1f} → "
+          f"{os.getloadavg()[0]:.1f}:")
     print(f"  retrieval (hybrid + rescues, no LLM, no reranker): {n / t_retrieve:7.1f} questions/s")
     print(f"  retrieval + context + extractive answer:           {n / (t_retrieve + t_rest):7.1f} questions/s")
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -183,7 +183,7 @@ class RuntimeSettings:
     chroma_url: str = ""  # "" = PersistentClient under home/chroma; "http://host:port" = HttpClient
     embedding_batch_size: int = 32
     rerank_batch_size: int = 32
-    qa_batch_size: int = 32  # ours: questions per retrieval batch (one embedding call, one BM25 product)
+    qa_batch_size: int = 128  # ours: questions per retrieval batch (one embedding call, one BM25 product; 32 → 128: bf16 encodes 2.8× faster)
     enrich_concurrency: int = 4  # VLM/LLM enrichment calls at once
     llm_concurrency: int = 4  # questions answered at once by the LLM
     llm_timeout_s: float = 120.0

@@ -3,6 +3,7 @@ ingest and questions at query time go through the same function, so both sides m
 character bigrams the rescues and the extractive answerer compare text by."""
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -120,6 +121,7 @@ def tokenize_many(texts: Iterable[str], user_dict: str | os.PathLike | None = No
 _MARKDOWN = re.compile(r"[#*`>_~|\[\]()!]+")
 
 
+@functools.lru_cache(maxsize=8192)  # batch QA cleans the same candidate chunks for question after question
 def clean_text(text: str) -> str:
     """Text without markdown marks, punctuation and spaces, lower-cased (NFKC): what bigrams are cut from."""
     text = _MARKDOWN.sub("", unicodedata.normalize("NFKC", text or "")).lower()

@@ -13,6 +13,7 @@ directly) falls back to the live collection, opened without creating anything.
 """
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -79,13 +80,20 @@ def export_vectors(col, path: Path) -> None:
 
 
 class SnapshotCollection:
-    """Read-only, in-memory stand-in for a Chroma collection (cosine space) over a vectors snapshot."""
+    """Read-only, in-memory stand-in for a Chroma collection (cosine space) over a vectors snapshot.
+
+    A batch of queries is one matrix product and one `argpartition` over the whole batch; the
+    filters' row masks are computed once per distinct filter (a run asks the same few)."""
 
     def __init__(self, ids: list[str], meta: dict[str, np.ndarray], vectors: np.ndarray):
         self.ids = np.asarray(ids, dtype=object)
         self.meta = meta
         norms = np.linalg.norm(vectors, axis=1, keepdims=True) if len(vectors) else np.ones((0, 1))
         self.vectors = (vectors / np.where(norms == 0, 1, norms)).astype(np.float32)
+        # each id's place in id order: equal cosines rank by id without comparing strings per query
+        self._id_rank = np.empty(len(self.ids), dtype=np.int64)
+        self._id_rank[np.argsort(self.ids.astype(str), kind="stable")] = np.arange(len(self.ids))
+        self._rows: dict[str, np.ndarray] = {}
 
     @classmethod
     def load(cls, path: Path) -> SnapshotCollection:
@@ -126,25 +134,41 @@ class SnapshotCollection:
             return values != arg
         raise ValueError(f"unsupported filter {where!r}")
 
+    def _rows_of(self, where: dict | None) -> np.ndarray:
+        """The rows a filter keeps (cached by the filter's JSON; the snapshot never changes)."""
+        key = json.dumps(where, sort_keys=True, default=str)
+        rows = self._rows.get(key)
+        if rows is None:
+            if len(self._rows) > 256:  # source filters vary per call in some runs: stay bounded
+                self._rows.clear()
+            rows = self._rows[key] = np.flatnonzero(self._mask(where))
+        return rows
+
     def get(self, where: dict | None = None, limit: int | None = None, include: list | None = None, **_: Any) -> dict:
-        ids = self.ids[self._mask(where)].tolist()
+        ids = self.ids[self._rows_of(where)].tolist()
         return {"ids": ids[:limit] if limit else ids}
 
     def query(self, query_embeddings, n_results: int = 10, where: dict | None = None, include: list | None = None,
               **_: Any) -> dict:
+        """Per query the `n_results` nearest rows by cosine, best first, equal cosines by id."""
         q = np.asarray(query_embeddings, dtype=np.float32)
         q = q / np.where((n := np.linalg.norm(q, axis=1, keepdims=True)) == 0, 1, n)
-        rows = np.flatnonzero(self._mask(where))
-        out_ids, out_d = [], []
+        rows = self._rows_of(where)
         if not len(rows):
             return {"ids": [[] for _ in q], "distances": [[] for _ in q]}
-        sims = q @ self.vectors[rows].T
+        sims = q @ (self.vectors if len(rows) == len(self.ids) else self.vectors[rows]).T
         k = min(n_results, len(rows))
-        for s in sims:
-            top = np.argpartition(-s, k - 1)[:k] if k < len(rows) else np.arange(len(rows))
-            top = top[np.lexsort((self.ids[rows[top]].astype(str), -s[top]))]
-            out_ids.append(self.ids[rows[top]].tolist())
-            out_d.append((1.0 - s[top]).astype(float).tolist())
+        if k < len(rows):
+            top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+        else:
+            top = np.broadcast_to(np.arange(len(rows)), (len(q), len(rows)))
+        out_ids, out_d = [], []
+        for s, cand in zip(sims, top):
+            if k < len(rows) and np.count_nonzero(tied := s >= s[cand].min()) > k:
+                cand = np.flatnonzero(tied)  # every row tied with the k-th cosine: ids decide which stay
+            order = cand[np.lexsort((self._id_rank[rows[cand]], -s[cand]))][:k]
+            out_ids.append(self.ids[rows[order]].tolist())
+            out_d.append((1.0 - s[order]).astype(float).tolist())
         return {"ids": out_ids, "distances": out_d}
 
 

@@ -49,20 +49,27 @@ def filter_candidates(cands: Sequence[Candidate], *, inactive: set[str] | frozen
     return out
 
 
-def jaccard_matrix(token_lists: Sequence[Sequence[str]]) -> np.ndarray:
-    """Pairwise Jaccard similarity of the candidates' term sets (dense n × n, float32)."""
-    n = len(token_lists)
-    vocab: dict[str, int] = {}
-    rows, cols = [], []
-    for i, tokens in enumerate(token_lists):
-        for t in set(tokens):
-            rows.append(i)
-            cols.append(vocab.setdefault(t, len(vocab)))
-    if not vocab:
+def term_id_sets(token_lists: Sequence[Sequence[str]], vocab: dict[str, int] | None = None) -> list[np.ndarray]:
+    """Each token list as the sorted ids of its distinct terms (`vocab` grows with new terms)."""
+    vocab = {} if vocab is None else vocab
+    return [np.unique(np.fromiter((vocab.setdefault(t, len(vocab)) for t in tokens), dtype=np.int64,
+                                  count=len(tokens))) for tokens in token_lists]
+
+
+def jaccard_matrix(token_lists: Sequence[Sequence[str]] | None = None, *,
+                   term_ids: Sequence[np.ndarray] | None = None) -> np.ndarray:
+    """Pairwise Jaccard similarity of the candidates' term sets (dense n × n, float32), from their
+    token lists or from their `term_id_sets` (which a caller may keep between questions)."""
+    sets = term_ids if term_ids is not None else term_id_sets(token_lists or [])
+    n = len(sets)
+    sizes = np.fromiter((len(t) for t in sets), dtype=np.int64, count=n)
+    if not sizes.sum():
         return np.zeros((n, n), dtype=np.float32)
-    x = sp.csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols)), shape=(n, len(vocab)))
+    cols = np.concatenate(sets)
+    indptr = np.concatenate(([0], np.cumsum(sizes)))
+    x = sp.csr_matrix((np.ones(len(cols), dtype=np.float32), cols, indptr), shape=(n, int(cols.max()) + 1))
     inter = (x @ x.T).toarray()
-    sizes = np.asarray(x.sum(axis=1)).ravel()
+    sizes = sizes.astype(np.float32)
     union = sizes[:, None] + sizes[None, :] - inter
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(union > 0, inter / union, 0.0).astype(np.float32)
@@ -90,13 +97,15 @@ def mmr_order(relevance: Sequence[float], similarity: np.ndarray, k: int, lam: f
     return chosen
 
 
-def mmr(cands: Sequence[Candidate], k: int, lam: float) -> list[Candidate]:
+def mmr(cands: Sequence[Candidate], k: int, lam: float, term_ids=None) -> list[Candidate]:
     """MMR de-duplication with Jaccard over BM25 terms (seed 000 §11 MMR_USE_EMBEDDING=false).
     MMR decides which k candidates survive; they keep their fused order (the reranker, or the
-    answerer, sees the most relevant first)."""
+    answerer, sees the most relevant first). `term_ids(candidates)`: their `term_id_sets`, when
+    the caller keeps them (the retriever does, per chunk, for a run)."""
     if len(cands) <= k:
         return list(cands)
-    sim = jaccard_matrix([c.chunk.tokens if c.chunk else [] for c in cands])
+    sim = jaccard_matrix([c.chunk.tokens if c.chunk else [] for c in cands]) if term_ids is None \
+        else jaccard_matrix(term_ids=term_ids(cands))
     # selection only: on rgb_zh_refine_dev (bench/retrieval.py) MMR's own order cost 2.4 points of hit@5
     keep = sorted(mmr_order([c.score for c in cands], sim, k, lam))
     return [cands[i] for i in keep]

@@ -26,7 +26,7 @@ appended after the kept chunks and survives the cut.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -34,7 +34,8 @@ import numpy as np
 from schemas.chunk import Chunk
 from schemas.qa import RERANK, RRF
 from schemas.settings import Settings
-from tasks.qa.filters import adaptive_top_k, chapter_markers, filter_candidates, in_section, is_enum_query, mmr
+from tasks.qa.filters import (adaptive_top_k, chapter_markers, filter_candidates, in_section, is_enum_query, mmr,
+                              term_id_sets)
 from tasks.qa.fusion import figures_on_vector_scale, fuse
 from tasks.qa.rerank import Reranker, rerank, reranker_from_settings
 from tasks.qa.rescue import rescue
@@ -43,6 +44,11 @@ from tasks.qa.types import (BM25, FIGURE, FIGURE_TYPES, MODES, VECTOR, Candidate
 
 # ------------------------------------------------------------------------------------------------
 # the retriever
+
+# query texts per forward pass: bf16 on AMX pays off with big matrices (bench/retrieval.py, e5-small on
+# 2 cores: 34 questions/s in passes of 32, 95 in passes of 128, 89 in one pass of 320)
+QUERY_ENCODE_BATCH = 128
+RECORD_CACHE_MAX = 50_000  # chunk records a retriever keeps between batches (text and terms: a few KB each)
 
 
 class Retriever:
@@ -62,6 +68,9 @@ class Retriever:
             bm25 = BM25Index.load(bm25_dir) if bm25_dir.exists() else BM25Index()
         self.bm25 = bm25
         self._embedder = embedder
+        self._records: dict[str, Chunk | None] = {}  # chunk_id → DuckDB record (None: not in DuckDB)
+        self._terms: dict[str, int] = {}  # BM25 term → id, for the chunks' term sets (MMR's Jaccard)
+        self._term_sets: dict[str, np.ndarray] = {}  # chunk_id → its distinct term ids
         self.reranker = reranker if reranker is not None else reranker_from_settings(settings)
         # the KB does not change during a run: which chunks are not active, whether any figure exists
         self.inactive = frozenset(self.collection.get(where={"status": {"$ne": "active"}}, include=[])["ids"]) \
@@ -76,6 +85,33 @@ class Retriever:
 
             self._embedder = Embedder.from_settings(self.settings)
         return self._embedder
+
+    def records(self, chunk_ids: Collection[str]) -> dict[str, Chunk]:
+        """The DuckDB records of `chunk_ids` (those it knows), read once per run: a batch reads only
+        the chunks no earlier batch found (the run reads one published generation throughout)."""
+        from warehouse.chunks import fetch_chunks
+
+        missing = [cid for cid in chunk_ids if cid not in self._records]
+        if missing:
+            if len(self._records) + len(missing) > RECORD_CACHE_MAX:
+                self._records.clear()
+                self._terms.clear()
+                self._term_sets.clear()
+                missing = list(chunk_ids)
+            found = fetch_chunks(self.settings.db_path, self.kb, missing)
+            self._records.update({cid: found.get(cid) for cid in missing})
+        return {cid: rec for cid in chunk_ids if (rec := self._records.get(cid)) is not None}
+
+    def _term_ids(self, cands: Sequence[Candidate]) -> list[np.ndarray]:
+        """The candidates' distinct BM25 term ids, each chunk's computed once per run (MMR)."""
+        out = []
+        for c in cands:
+            ids = self._term_sets.get(c.chunk_id)
+            if ids is None:
+                (ids,) = term_id_sets([c.chunk.tokens if c.chunk else []], self._terms)
+                self._term_sets[c.chunk_id] = ids
+            out.append(ids)
+        return out
 
     # -- recall
 
@@ -168,13 +204,11 @@ class Retriever:
                 ) -> tuple[list[list[ChannelHits]], dict[str, Chunk]]:
         """Every channel for every variant of every question: one embedding call, one Chroma query
         per channel, one BM25 product; then the DuckDB records of every chunk found."""
-        from warehouse.chunks import fetch_chunks
-
         s = self.settings
         flat = [(qi, vi, text) for qi, vs in enumerate(variants) for vi, text in enumerate(vs)]
         per_query: list[list[ChannelHits]] = [[] for _ in variants]
         if VECTOR in channels and self.size:
-            vecs = self.embedder.embed_queries([text for _, _, text in flat])
+            vecs = self.embedder.embed_queries([text for _, _, text in flat], batch_size=QUERY_ENCODE_BATCH)
             runs = [(VECTOR, recall_k, self._where(sources), s.retrieval.rrf_vector_weight)]
             if FIGURE in channels and self.has_figures:
                 runs.append((FIGURE, max(s.retrieval.image_recall_min, s.retrieval.top_k // 2) * factor,
@@ -192,7 +226,7 @@ class Retriever:
             found = self.bm25.search([terms[qi][vi] for qi, vi, _ in flat], k)
             for (qi, vi, _), hits in zip(flat, found):
                 per_query[qi].append(ChannelHits(BM25, s.retrieval.rrf_bm25_weight, hits, vi))
-        records = fetch_chunks(s.db_path, self.kb, list({cid for chs in per_query for ch in chs for cid, _ in ch.hits}))
+        records = self.records({cid for chs in per_query for ch in chs for cid, _ in ch.hits})
         if sources or section:  # re-rank BM25 within the filter, as Chroma did with its `where`
             wanted = set(sources or ())
             for ch in (ch for chs in per_query for ch in chs if ch.channel == BM25):
@@ -220,7 +254,7 @@ class Retriever:
             bm25_top = [c for c in bm25_top if any(m in c.section for m in chapters)]
         if s.retrieval.mmr_enabled:
             lam = s.retrieval.enum_query_mmr_lambda if is_enum_query(r.question) else s.retrieval.mmr_lambda
-            cands = mmr(cands, mmr_k, lam)
+            cands = mmr(cands, mmr_k, lam, term_ids=self._term_ids)
         else:
             cands = cands[:mmr_k]
         r.trace("mmr", cands)

@@ -32,3 +32,18 @@ def test_snapshot_collection_answers_like_chroma(tmp_path):
     assert len(snap.get(where={"chunk_type": {"$in": ["table"]}}, limit=1, include=[])["ids"]) == 1
     assert set(snap.get(include=[])["ids"]) == vector_index.all_ids(col)
     assert snapshot.SnapshotCollection.empty().query(query_embeddings=queries, n_results=3)["ids"] == [[]] * 4
+
+
+def test_snapshot_ties_at_the_kth_cosine_rank_by_id():
+    # duplicate chunks (repeated table rows) have equal vectors: which of them make the top k, and
+    # in which order, must not depend on the batch or the partition
+    base = np.eye(4, dtype=np.float32)
+    vectors = np.vstack([base[0], base[1], base[1], base[1], base[2], base[1]])
+    ids = ["z", "d", "b", "c", "a", "e"]
+    meta = {f: np.asarray(["x"] * 6, dtype=object) for f in snapshot.META_FIELDS}
+    snap = snapshot.SnapshotCollection(ids, meta, vectors)
+    q = np.vstack([base[1] + 0.01 * base[0], base[1] + 0.01 * base[0], base[3] + base[2]])
+    got = snap.query(query_embeddings=q, n_results=3)
+    assert got["ids"][0] == got["ids"][1] == ["b", "c", "d"]  # four rows tie at the top: the three first ids
+    assert got["ids"][2][0] == "a"
+    assert snap.query(query_embeddings=q[:1], n_results=3, where={"source": "x"})["ids"] == [["b", "c", "d"]]

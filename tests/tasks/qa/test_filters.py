@@ -2,12 +2,15 @@
 Jaccard similarity of BM25 terms, and adaptive top-k on the rrf and rerank scales."""
 from __future__ import annotations
 
+import random
+
+import numpy as np
 
 from schemas.chunk import Chunk
 from schemas.qa import RERANK, RRF
 from schemas.settings import Settings
 from tasks.qa.filters import (adaptive_top_k, chapter_markers, filter_candidates, in_section, is_enum_query,
-                              jaccard_matrix, mmr, mmr_order)
+                              jaccard_matrix, mmr, mmr_order, term_id_sets)
 from tasks.qa.types import Candidate
 
 
@@ -44,6 +47,20 @@ def test_mmr_drops_near_duplicates_and_keeps_fused_order():
     assert [c.chunk_id for c in mmr(cands, 3, 0.5)] == ["a", "c", "d"]
     assert [c.chunk_id for c in mmr(cands, 4, 0.5)] == ["a", "b", "c", "d"]  # nothing to cut
     assert is_enum_query("安全检查包括哪些方面？") and not is_enum_query("清川市的水价是多少？")
+
+
+def test_jaccard_from_kept_term_ids_equals_jaccard_from_tokens():
+    rng = random.Random(3)
+    words = [f"w{i}" for i in range(40)]
+    lists = [[rng.choice(words) for _ in range(rng.randint(0, 25))] for _ in range(30)]
+    vocab: dict[str, int] = {}
+    later = term_id_sets(lists[10:], vocab)  # ids from an earlier question's vocabulary, in another order
+    kept = term_id_sets(lists[:10], vocab) + later
+    assert np.array_equal(jaccard_matrix(lists), jaccard_matrix(term_ids=kept))
+    assert jaccard_matrix(term_ids=term_id_sets([[], []])).tolist() == [[0.0, 0.0], [0.0, 0.0]]
+    cands = [cand(f"c{i}", 1.0 - i / 40, tokens=t) for i, t in enumerate(lists)]
+    ids = {c.chunk_id: t for c, t in zip(cands, kept)}
+    assert mmr(cands, 8, 0.5) == mmr(cands, 8, 0.5, term_ids=lambda cs: [ids[c.chunk_id] for c in cs])
 
 
 def test_adaptive_top_k_works_on_both_scales():

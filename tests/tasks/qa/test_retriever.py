@@ -116,3 +116,22 @@ def test_questions_file_round_trip(cmrc_kb):
     first = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
     q = read_questions(path).questions[0]
     assert isinstance(q, Question) and q.qid == first["qid"] and q.gold_pids == first["gold_pids"]
+
+
+def test_a_run_reads_each_chunk_record_once(cmrc, monkeypatch):
+    import warehouse.chunks
+
+    settings, _, questions = cmrc
+    retriever = Retriever(settings, "cmrc", embedder=cmrc[1].embedder)
+    read: list[int] = []
+    fetch = warehouse.chunks.fetch_chunks
+    monkeypatch.setattr(warehouse.chunks, "fetch_chunks", lambda *a: read.append(len(a[2])) or fetch(*a))
+    texts = [q.question for q in questions[:12]]
+    first = retriever.retrieve_batch(texts)
+    assert len(read) == 1 and read[0] > 0
+    # the same batch again (the same encode shapes, so the same vectors): the run's records serve it
+    again = retriever.retrieve_batch(texts)
+    assert len(read) == 1
+    assert [[(c.chunk_id, c.score) for c in r.ranked] for r in again] == \
+        [[(c.chunk_id, c.score) for c in r.ranked] for r in first]
+    assert all(c.chunk is not None for r in again for c in r.ranked)
