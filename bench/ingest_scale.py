@@ -204,6 +204,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--no-embed", action="store_true",
                         help="no embedding model (the index stage fails at once): the other stages' files/s and "
                              "peak RSS alone, at sizes whose embedding would take hours here")
+    parser.add_argument("--keep", action="store_true", help="keep each corpus's home (e.g. to re-time the "
+                        "unchanged re-ingest later: `kbflow --home HOME ingest CORPUS --kb scale`)")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: corpus to ingest in this process
     parser.add_argument("--home", help=argparse.SUPPRESS)
     args = parser.parse_args(argv[1:])
@@ -233,7 +235,10 @@ def main(argv: list[str]) -> int:
             print(f"{label}: FAILED (rc {done.returncode})\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
             return 1
         report(f"{label} (load {os.getloadavg()[0]:.1f})", json.loads(lines[-1][len("RESULT "):]))
-        shutil.rmtree(home, ignore_errors=True)
+        if args.keep:
+            print(f"  home kept: {home}", flush=True)
+        else:
+            shutil.rmtree(home, ignore_errors=True)
     return 0
 
 
