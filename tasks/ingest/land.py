@@ -15,6 +15,7 @@ from schemas.errors import WarehouseBusyError
 from schemas.ingest import Document, ManifestEntry
 from schemas.settings import Settings
 from tasks.common.files import write_parquet
+from tasks.common.lock import clear_sync_pending, mark_sync_pending
 from tasks.index import snapshot
 from tasks.index.sync import rebuild_bm25, remove_document
 from tasks.ingest.discover import SourceFile
@@ -141,34 +142,10 @@ def remove_deleted(settings: Settings, kb: str, entries: list[ManifestEntry], he
 def remove_sources(settings: Settings, kb: str, sources: list[str]) -> dict[str, int]:
     """`kbflow rm`: each source from Chroma, DuckDB and Parquet, then BM25; then publish what readers
     see (the caller holds the write lock). Returns the Chroma chunks removed per source."""
-    mark_sync_pending(settings, kb)
+    mark_sync_pending(settings.home, kb)
     removed = {source: remove_document(settings, kb, source) for source in sources}
     rebuild_bm25(settings, kb)
     snapshot.publish(settings, kb)
-    clear_sync_pending(settings, kb)
+    clear_sync_pending(settings.home, kb)
     return removed
 
-
-# ---------------------------------------------------------------- the stores in step
-# A writer marks a KB before it changes any of its stores and clears the mark once DuckDB, Chroma
-# and BM25 agree again and are published. A mark left behind (a kill -9, an index stage that
-# failed) tells the next ingest to run its full repair even when no file changed; without one, an
-# unchanged re-ingest need not open Chroma at all.
-
-
-def _sync_marker(settings: Settings, kb: str) -> Path:
-    return settings.home / "locks" / f"sync-pending-{kb}"
-
-
-def mark_sync_pending(settings: Settings, kb: str) -> None:
-    marker = _sync_marker(settings, kb)
-    marker.parent.mkdir(parents=True, exist_ok=True)
-    marker.touch()
-
-
-def sync_pending(settings: Settings, kb: str) -> bool:
-    return _sync_marker(settings, kb).exists()
-
-
-def clear_sync_pending(settings: Settings, kb: str) -> None:
-    _sync_marker(settings, kb).unlink(missing_ok=True)

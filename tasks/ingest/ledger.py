@@ -19,7 +19,8 @@ from tasks.index import snapshot
 from tasks.index.sync import IndexSummary
 from tasks.ingest import manifest as mf
 from tasks.ingest.discover import Discovery, Rejection, SourceFile
-from tasks.ingest.land import LandedChunks, clear_sync_pending, mark_sync_pending, sync_pending
+from tasks.common.lock import clear_sync_pending, mark_sync_pending, sync_pending
+from tasks.ingest.land import LandedChunks
 from tasks.ingest.parse import ParsedOutput
 from tasks.ingest.workers import Prepared, describe_failure
 from warehouse import db, published
@@ -95,7 +96,7 @@ class IngestSummary:
         rows = failed[:limit]
         if len(failed) > limit:
             rows.append(FileOutcome(f"… {len(failed) - limit:,} more failures", "failed",
-                                    reason=f"SELECT * FROM ingest_failures WHERE run_id = '{self.run_id}'"))
+                                    reason=f"all of them: table ingest_failures, run_id {self.run_id}"))
         groups: dict[tuple[str, str], list[FileOutcome]] = {}
         for o in self.outcomes:
             if o.status not in ("failed", "rejected") and not o.reason.startswith("not indexed"):
@@ -194,7 +195,7 @@ class IngestLedger:
         if self.quiet:
             self.summary.index = IndexSummary(bm25_chunks=chunks)
         else:
-            mark_sync_pending(self.settings, self.kb)
+            mark_sync_pending(self.settings.home, self.kb)
         rechunk = sum(1 for t in plan.todo if (e := self._by_path.get(str(t.src.path))) is not None
                       and e.md5 == t.src.md5 and e.pipeline_key and e.pipeline_key != self.pipeline_key)
         if rechunk:  # said before any work starts: the operator can stop it
@@ -216,7 +217,7 @@ class IngestLedger:
         import pyarrow.parquet as pq
 
         gen = published.current(self.db_path)
-        if self.interrupted or sync_pending(self.settings, self.kb) or gen is None:
+        if self.interrupted or sync_pending(self.settings.home, self.kb) or gen is None:
             return None
         try:
             chunks = count_chunks(self.db_path, self.kb)
@@ -328,7 +329,7 @@ class IngestLedger:
         else:
             snapshot.publish(self.settings, self.kb)
         if not interrupted and not any(f.stage == "index" for f in self.failures):
-            clear_sync_pending(self.settings, self.kb)  # the stores agree again (and are published)
+            clear_sync_pending(self.settings.home, self.kb)  # the stores agree again (and are published)
         self.log.info("kb %r: %d added, %d changed, %d unchanged (skipped), %d removed, %d failed or rejected",
                       self.kb, s.added, s.changed, s.skipped, s.removed, s.failed)
         return run
