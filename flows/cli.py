@@ -98,7 +98,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         raise summary
     rows = [(o.source, o.status if o.status != "landed" else f"landed ({o.change})", o.chunks,
              o.parse_seconds if o.status == "landed" else None, "yes" if o.parse_cached else "", o.reason)
-            for o in summary.outcomes]
+            for o in summary.shown_outcomes()]  # past 50 files: failures listed, the rest summed up
     print_rows(["source", "status", "chunks", "parse_s", "cached", "reason"], rows,
                title=f"ingest run {summary.run_id} → kb {summary.kb!r}")
     console.print(f"{summary.landed} landed, {summary.failed} failed or rejected; warehouse: "

@@ -12,8 +12,8 @@ processes: `tasks.ingest.workers`; task runners (default, Dask) and progress: `f
 
 One ingest writes to a home at a time (`tasks.common.lock`). A run killed at any point and run again
 converges to an uninterrupted run's state: landing is atomic per batch (or document), the index
-stage re-indexes what DuckDB holds and Chroma lacks, and deletes what Chroma holds and DuckDB does
-not. SIGTERM stops a run at its next batch (workers terminated, what landed stays).
+stage re-indexes what DuckDB holds and Chroma lacks, deletes what Chroma holds and DuckDB does not
+(an unchanged run whose stores agree skips it). SIGTERM stops a run at its next batch.
 """
 from __future__ import annotations
 
@@ -26,10 +26,10 @@ from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
 from flows.runners import BatchProgress, BatchTasks, batch_stages, final_state, min_batches, task_runner_for
-from tasks.common.display import artifact_key
 from schemas.chunk import chunks_path
 from schemas.errors import IngestInterruptedError
 from schemas.settings import Settings, check_kb_name, load_settings
+from tasks.common.display import artifact_key
 from tasks.common.lock import write_lock
 from tasks.common.progress import track
 from tasks.index.sync import IndexSummary, Indexer, sync_indexes
@@ -118,18 +118,18 @@ def ingest(paths: list[str], kb: str, home: str | None = None, runner: str | Non
         if plan.removed:
             ledger.removed(plan.removed, remove_deleted_task(settings, kb, plan.removed, plan.held_sources))
 
-        # what the stream failed to index, and unchanged files whose landing never reached Chroma
-        to_index = [(source, path) for source, path in ledger.landed_files if source in stream.errors]
-        to_index += [(src.source, chunks_path(settings.chunks_dir, kb, src.md5)) for src, _ in plan.reindex]
-        try:
-            index, errors, indexed = index_task(kb, to_index, settings, run_id=run_id, indexer=stream.indexer,
-                                                force_bm25=bool(ledger.landed_files or plan.removed))
-        except IngestInterruptedError:  # a SIGTERM: the next run repairs the indexes
-            ledger.finish(interrupted=True)
-            raise
-        except Exception as exc:  # e.g. no embedding model: the landed rows stay; the next run indexes them
-            index, errors, indexed = None, {"*": f"{type(exc).__name__}: {exc}"[:500]}, []
-        ledger.indexed(index, {**{s: e for s, e in stream.errors.items() if s not in indexed}, **errors})
+        if not ledger.quiet:  # to index: what the stream failed to, and unchanged files never in Chroma
+            to_index = [(source, path) for source, path in ledger.landed_files if source in stream.errors]
+            to_index += [(src.source, chunks_path(settings.chunks_dir, kb, src.md5)) for src, _ in plan.reindex]
+            try:
+                index, errors, indexed = index_task(kb, to_index, settings, run_id=run_id, indexer=stream.indexer,
+                                                    force_bm25=bool(ledger.landed_files or plan.removed))
+            except IngestInterruptedError:  # a SIGTERM: the next run repairs the indexes
+                ledger.finish(interrupted=True)
+                raise
+            except Exception as exc:  # e.g. no embedding model: the landed rows stay; the next run indexes them
+                index, errors, indexed = None, {"*": f"{type(exc).__name__}: {exc}"[:500]}, []
+            ledger.indexed(index, {**{s: e for s, e in stream.errors.items() if s not in indexed}, **errors})
 
         ledger.finish()  # and publishes what readers see from now on
         create_table_artifact(key=artifact_key("ingest", kb), table=ledger.summary.outcome_rows(),

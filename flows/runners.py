@@ -15,6 +15,7 @@ something to parse.
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -83,23 +84,58 @@ class BatchTasks:
 
 
 class Pooled:
-    """Every batch's files given to the worker processes at once (they parse ahead while the flow
-    lands and embeds); batch i's results are collected, in file order, by one task run."""
+    """The batches' files given to the worker processes a few batches ahead of the one being landed
+    (they parse ahead while the flow lands and embeds, and a 50,000-file run does not hold 50,000
+    scheduled tasks); batch i's results are collected, in file order, by one task run, and dropped."""
 
     parsed_here = False  # the workers report each file as it finishes (`on_parsed`)
 
     def __init__(self, tasks: BatchTasks, batches: list[list[Todo]], kb: str, settings: Settings, on_parsed=None):
-        self.tasks, self.batches, self.settings = tasks, batches, settings
+        self.tasks, self.batches, self.kb, self.settings, self.on_parsed = tasks, batches, kb, settings, on_parsed
         self.pool = file_pool(settings)
-        self.futures = [self.pool.submit(batch, kb, settings) for batch in batches]
-        for future in (f for futures in self.futures for f in futures) if on_parsed else ():
-            future.add_done_callback(on_parsed)
+        self.ahead = 2 * self.pool.workers + 1  # batches submitted beyond the one being collected
+        self.futures: dict[int, list] = {}
+        self._submit_up_to(self.ahead)
+
+    def _submit_up_to(self, last: int) -> None:
+        for i in range(len(self.futures), min(last + 1, len(self.batches))):
+            self.futures[i] = self.pool.submit(self.batches[i], self.kb, self.settings)
+            for future in self.futures[i] if self.on_parsed else ():
+                future.add_done_callback(self.on_parsed)
 
     def prepare(self, i: int) -> list[Prepared]:
-        return self.tasks.collect(self.pool, self.batches[i], self.futures[i], self.settings)
+        self._submit_up_to(i + self.ahead)
+        prepared = self.tasks.collect(self.pool, self.batches[i], self.futures[i], self.settings)
+        self.futures[i] = []  # collected: the futures (and their results) go
+        return prepared
 
     def embedded(self, i: int) -> int:
         return 0
+
+
+class Inline:
+    """A handful of text files parsed in the flow's process, one task run per batch: spawning the
+    worker processes (seconds) would cost more than the parsing."""
+
+    parsed_here, pool = True, None
+
+    def __init__(self, tasks: BatchTasks, batches: list[list[Todo]], kb: str, settings: Settings):
+        self.tasks, self.batches, self.kb, self.settings = tasks, batches, kb, settings
+
+    def prepare(self, i: int) -> list[Prepared]:
+        return self.tasks.prepare(self.batches[i], self.kb, self.settings)
+
+    def embedded(self, i: int) -> int:
+        return 0
+
+
+INLINE_FILES = 8  # at most this many Markdown/text files (no PDFium, no hang to time out) are parsed inline
+INLINE_KINDS = ("markdown", "text")
+
+
+def parse_inline(batches: list[list[Todo]]) -> bool:
+    todo = [t for batch in batches for t in batch]
+    return len(todo) <= INLINE_FILES and all(t.src.kind in INLINE_KINDS for t in todo)
 
 
 class Submitted:
@@ -148,14 +184,40 @@ def min_batches(task_runner, settings: Settings) -> int:
     return 2 * (settings.runtime.dask_workers if task_runner is not None else worker_count(settings))
 
 
+BATCH_TASK_NAMES = frozenset({"parse-chunk", "land", "embed"})
+
+
+class QuietBatchRuns(logging.Filter):
+    """Drops Prefect's "Finished in state Completed()" line of each batch's task runs (a 50,000-file
+    run would print hundreds); a failed run's line (ERROR) and the flow's own per-batch line stay."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.levelno <= logging.INFO and getattr(record, "task_name", "") in BATCH_TASK_NAMES
+                    and str(record.msg).startswith("Finished in state"))
+
+
 @contextlib.contextmanager
 def batch_stages(task_runner, tasks: BatchTasks, batches: list[list[Todo]], kb: str, settings: Settings,
-                 on_parsed=None) -> Iterator[Pooled | Submitted | None]:
+                 on_parsed=None) -> Iterator[Pooled | Inline | Submitted | None]:
     """The executor of the batches' parse → chunk: on `task_runner` (started here, stopped when the
     block ends) when it is given, else in the worker processes (`on_parsed` called as each file
-    finishes); None when there is no work."""
+    finishes) or, for a handful of text files, inline; None when there is no work."""
+    quiet, task_runs = QuietBatchRuns(), logging.getLogger("prefect.task_runs")
+    task_runs.addFilter(quiet)
+    try:
+        with _batch_stages(task_runner, tasks, batches, kb, settings, on_parsed) as stages:
+            yield stages
+    finally:
+        task_runs.removeFilter(quiet)
+
+
+@contextlib.contextmanager
+def _batch_stages(task_runner, tasks: BatchTasks, batches: list[list[Todo]], kb: str, settings: Settings,
+                  on_parsed=None) -> Iterator[Pooled | Inline | Submitted | None]:
     if not batches:
         yield None
+    elif task_runner is None and parse_inline(batches):
+        yield Inline(tasks, batches, kb, settings)
     elif task_runner is None:
         yield Pooled(tasks, batches, kb, settings, on_parsed)
     else:

@@ -161,3 +161,28 @@ def is_dead(home: Path, run_id: str) -> bool:
     lock.release()
     path.unlink(missing_ok=True)
     return True
+
+
+# ---------------------------------------------------------------- the stores in step
+# A writer marks a KB before it changes any of its stores and clears the mark once DuckDB, Chroma
+# and BM25 agree again and are published; `kbflow check` marks a KB it finds inconsistent. A mark
+# left behind (a kill -9, an index stage that failed) tells the next ingest to run its full repair
+# even when no file changed; without one, an unchanged re-ingest need not open Chroma at all.
+
+
+def _sync_marker(home: Path, kb: str) -> Path:
+    return Path(home) / "locks" / f"sync-pending-{kb}"
+
+
+def mark_sync_pending(home: Path, kb: str) -> None:
+    marker = _sync_marker(home, kb)
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.touch()
+
+
+def sync_pending(home: Path, kb: str) -> bool:
+    return _sync_marker(home, kb).exists()
+
+
+def clear_sync_pending(home: Path, kb: str) -> None:
+    _sync_marker(home, kb).unlink(missing_ok=True)

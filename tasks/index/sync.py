@@ -280,4 +280,8 @@ def check(settings: Settings, kb: str) -> Consistency:
     stores["bm25"] = set(BM25Index.load(bm25_dir).chunk_ids) if bm25_dir.exists() else set()
     union = set().union(*stores.values())
     missing = {name: sorted(union - ids) for name, ids in stores.items() if union - ids}
+    if missing and live:  # so the next ingest repairs it even when no file changed
+        from tasks.common.lock import mark_sync_pending
+
+        mark_sync_pending(settings.home, kb)
     return Consistency(kb, len(stores["duckdb"]), len(stores["chroma"]), len(stores["bm25"]), missing)

@@ -7,6 +7,7 @@ backend), never walked into.
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import zipfile
 import zlib
@@ -88,10 +89,13 @@ def folder_md5(files: list[Path]) -> str:
     return files_md5(files)
 
 
-def _check_magic(path: Path, ext: str) -> None:
-    """Cheap corruption checks: a wrong or truncated container is rejected before parsing."""
+def _check_magic(path: Path, ext: str) -> str | None:
+    """Cheap corruption checks: a wrong or truncated container is rejected before parsing. Returns
+    the file's MD5 when the bytes read for the check were the whole file (a small text file is read
+    once), else None."""
     with path.open("rb") as fh:
-        head = fh.read(8)
+        sample = fh.read(65536)
+    head = sample[:8]
     if ext == "pdf":
         if not head.startswith(b"%PDF-"):
             raise errors.CorruptFileError(str(path), "not a PDF (missing %PDF- header)")
@@ -118,8 +122,6 @@ def _check_magic(path: Path, ext: str) -> None:
         except (zlib.error, EOFError, NotImplementedError) as exc:  # a damaged compressed member
             raise errors.CorruptFileError(str(path), f"damaged .{ext} (zip) content: {exc}") from None
     elif ext in MARKDOWN_EXTENSIONS | TEXT_EXTENSIONS:
-        with path.open("rb") as fh:
-            sample = fh.read(65536)
         if b"\x00" in sample:
             raise errors.CorruptFileError(str(path), "binary content in a text file")
         try:
@@ -130,6 +132,7 @@ def _check_magic(path: Path, ext: str) -> None:
                     sample.decode("gb18030")
                 except UnicodeDecodeError:
                     raise errors.CorruptFileError(str(path), "text is neither UTF-8 nor GB18030") from None
+    return hashlib.md5(sample).hexdigest() if len(sample) < 65536 else None
 
 
 OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
@@ -153,13 +156,14 @@ def _check_pdf_opens(path: Path) -> None:
         raise errors.CorruptFileError(str(path), f"damaged PDF: PDFium cannot open it ({message})") from None
 
 
-def classify(path: Path, settings: Settings) -> tuple[str, str]:
-    """Return (kind, doc_type) for a file, or raise a RejectedFileError."""
-    if not path.exists():
-        raise errors.MissingFileError(str(path), "no such file")
+def classify(path: Path, settings: Settings) -> tuple[str, str, int, str]:
+    """Return (kind, doc_type, size, MD5) for a file, or raise a RejectedFileError."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise errors.MissingFileError(str(path), "no such file") from None
     if not os.access(path, os.R_OK):
         raise errors.RejectedFileError(str(path), "not readable (permission denied)")
-    size = path.stat().st_size
     if size == 0:
         raise errors.EmptyFileError(str(path), "empty file (0 bytes)")
     if size > settings.max_file_bytes:
@@ -170,7 +174,7 @@ def classify(path: Path, settings: Settings) -> tuple[str, str]:
         _check_zip_bounds(path, ext, settings)
     if ext == "zip":
         if is_mineru_zip(path):
-            return "mineru_output", "mineru"
+            return "mineru_output", "mineru", size, file_md5(path)
         raise errors.UnsupportedFileError(str(path), "zip without a MinerU *_content_list.json")
     if ext == "json" and path.name.endswith(("content_list.json", "content_list_v2.json")):
         raise errors.UnsupportedFileError(str(path), "pass the MinerU output folder, not one of its files")
@@ -182,8 +186,8 @@ def classify(path: Path, settings: Settings) -> tuple[str, str]:
         kind = "mineru"
     else:
         raise errors.UnsupportedFileError(str(path), f"unsupported file type '.{ext or path.name}'")
-    _check_magic(path, ext)
-    return kind, DOC_TYPES.get(ext, ext)
+    md5 = _check_magic(path, ext) or file_md5(path)
+    return kind, DOC_TYPES.get(ext, ext), size, md5
 
 
 def _check_zip_bounds(path: Path, ext: str, settings: Settings) -> None:
@@ -321,8 +325,7 @@ def discover(paths: list[str | os.PathLike], settings: Settings, kb_root: Path |
                 found.rejected.append(Rejection(str(path), "", *_dangling_reason(path)))
                 continue
             try:
-                kind, doc_type = classify(path, settings)
-                md5 = file_md5(path)
+                kind, doc_type, size, md5 = classify(path, settings)
             except errors.RejectedFileError as exc:
                 found.rejected.append(Rejection.of(exc))
                 continue
@@ -333,6 +336,5 @@ def discover(paths: list[str | os.PathLike], settings: Settings, kb_root: Path |
                 found.rejected.append(Rejection(str(path), "", "CorruptFileError",
                                                 f"cannot be checked ({type(exc).__name__}: {str(exc)[:200]})"))
                 continue
-            add(path, _source_name(path, root if root.is_dir() else path, kb_root), kind, doc_type, md5,
-                path.stat().st_size)
+            add(path, _source_name(path, root if root.is_dir() else path, kb_root), kind, doc_type, md5, size)
     return found

@@ -15,6 +15,7 @@ from schemas.errors import WarehouseBusyError
 from schemas.ingest import Document, ManifestEntry
 from schemas.settings import Settings
 from tasks.common.files import write_parquet
+from tasks.common.lock import clear_sync_pending, mark_sync_pending
 from tasks.index import snapshot
 from tasks.index.sync import rebuild_bm25, remove_document
 from tasks.ingest.discover import SourceFile
@@ -141,7 +142,10 @@ def remove_deleted(settings: Settings, kb: str, entries: list[ManifestEntry], he
 def remove_sources(settings: Settings, kb: str, sources: list[str]) -> dict[str, int]:
     """`kbflow rm`: each source from Chroma, DuckDB and Parquet, then BM25; then publish what readers
     see (the caller holds the write lock). Returns the Chroma chunks removed per source."""
+    mark_sync_pending(settings.home, kb)
     removed = {source: remove_document(settings, kb, source) for source in sources}
     rebuild_bm25(settings, kb)
     snapshot.publish(settings, kb)
+    clear_sync_pending(settings.home, kb)
     return removed
+

@@ -19,10 +19,15 @@ from tasks.index import snapshot
 from tasks.index.sync import IndexSummary
 from tasks.ingest import manifest as mf
 from tasks.ingest.discover import Discovery, Rejection, SourceFile
+from tasks.common.lock import clear_sync_pending, mark_sync_pending, sync_pending
 from tasks.ingest.land import LandedChunks
 from tasks.ingest.parse import ParsedOutput
 from tasks.ingest.workers import Prepared, describe_failure
-from warehouse import db
+from warehouse import db, published
+from warehouse.chunks import count_chunks
+
+
+SHOWN_FILES = 50  # past this many files, the outcome table lists failures and sums up the rest
 
 
 @dataclass
@@ -81,11 +86,32 @@ class IngestSummary:
         return (f"kbflow ingest run {self.run_id} into kb {self.kb!r}: {self.added} added, {self.changed} changed, "
                 f"{self.skipped} unchanged, {self.removed} removed, {self.failed} failed")
 
+    def shown_outcomes(self, limit: int = SHOWN_FILES) -> list[FileOutcome]:
+        """The outcome table's rows: one per file up to `limit` files; past it, one per failure (at
+        most `limit`) and one per status for the rest (files counted, chunks and parse time summed),
+        so a 50,000-file run prints a few lines; every failure is in `ingest_failures` too."""
+        if len(self.outcomes) <= limit:
+            return self.outcomes
+        failed = [o for o in self.outcomes if o.status in ("failed", "rejected") or o.reason.startswith("not indexed")]
+        rows = failed[:limit]
+        if len(failed) > limit:
+            rows.append(FileOutcome(f"… {len(failed) - limit:,} more failures", "failed",
+                                    reason=f"all of them: table ingest_failures, run_id {self.run_id}"))
+        groups: dict[tuple[str, str], list[FileOutcome]] = {}
+        for o in self.outcomes:
+            if o.status not in ("failed", "rejected") and not o.reason.startswith("not indexed"):
+                groups.setdefault((o.status, o.change), []).append(o)
+        for (status, change), group in groups.items():
+            rows.append(FileOutcome(f"({len(group):,} files)", status, sum(o.chunks for o in group),
+                                    sum(o.parse_seconds for o in group), change=change,
+                                    reason=group[0].reason if status in ("skipped", "removed") else ""))
+        return rows
+
     def outcome_rows(self) -> list[dict]:
-        """One row per file (the flow run's outcome table)."""
+        """The flow run's outcome table (`shown_outcomes`)."""
         return [{"source": o.source, "status": o.status, "change": o.change, "chunks": o.chunks,
                  "parse_s": round(o.parse_seconds, 2), "cached": o.parse_cached, "reason": o.reason}
-                for o in self.outcomes]
+                for o in self.shown_outcomes()]
 
 
 def _now() -> datetime:
@@ -111,11 +137,14 @@ class IngestLedger:
         self.landed_files: list[tuple[str, Path]] = []  # (source, chunks Parquet) for the index stage
         self._by_path: dict[str, ManifestEntry] = {}
         self._reindexed = 0
+        self.interrupted = 0  # earlier runs found dead (`open`)
+        self.quiet = False  # nothing to land, remove or re-index, and the stores agree (`planned`)
 
     def open(self) -> list[ManifestEntry]:
         """Mark the runs that died `interrupted`, save this run's row (`running`) and return the KB's
         manifest as the run starts."""
         if interrupted := db.mark_interrupted(self.db_path):  # we hold the lock: those runs are dead
+            self.interrupted = interrupted
             self.log.warning("%d earlier ingest run(s) of %s were interrupted; this run completes their work",
                              interrupted, self.home)
         db.save_run(self.db_path, self.run)
@@ -158,8 +187,15 @@ class IngestLedger:
             self._note(rejection.path, "", rejection.md5, status, rejection.reason)
 
     def planned(self, plan: mf.Plan) -> None:
-        """What the plan settles before any parsing: folders kept, unchanged files, duplicates."""
+        """What the plan settles before any parsing: folders kept, unchanged files, duplicates; and
+        whether the run is `quiet` (else the KB is marked: its stores are about to change)."""
         self._reindexed = len(plan.reindex)
+        chunks = None if plan.todo or plan.removed or plan.reindex else self.stores_agree()
+        self.quiet = chunks is not None
+        if self.quiet:
+            self.summary.index = IndexSummary(bm25_chunks=chunks)
+        else:
+            mark_sync_pending(self.settings.home, self.kb)
         rechunk = sum(1 for t in plan.todo if (e := self._by_path.get(str(t.src.path))) is not None
                       and e.md5 == t.src.md5 and e.pipeline_key and e.pipeline_key != self.pipeline_key)
         if rechunk:  # said before any work starts: the operator can stop it
@@ -172,6 +208,24 @@ class IngestLedger:
             self.skipped(src, entry)
         for src, holder in plan.duplicates:
             self.duplicate(src, holder)
+
+    def stores_agree(self) -> int | None:
+        """The KB's chunk count when its stores agree by cheap checks — no write left unfinished
+        (`sync_pending`), no earlier run died, and DuckDB, the published vectors (exported from Chroma
+        by the last writer) and BM25 hold as many chunks — else None (the index stage repairs)."""
+        from tasks.index.bm25 import BM25Index
+        import pyarrow.parquet as pq
+
+        gen = published.current(self.db_path)
+        if self.interrupted or sync_pending(self.settings.home, self.kb) or gen is None:
+            return None
+        try:
+            chunks = count_chunks(self.db_path, self.kb)
+            vectors = pq.read_metadata(gen / snapshot.VECTORS / f"{self.kb}.parquet").num_rows
+            bm25 = len(BM25Index.load(self.settings.bm25_dir / self.kb))
+        except Exception:  # a store missing or unreadable: the index stage finds out which
+            return None
+        return chunks if chunks == vectors == bm25 else None
 
     def skipped(self, src: SourceFile, entry: ManifestEntry) -> None:
         self.summary.outcomes.append(FileOutcome(src.source, "skipped", entry.chunk_count, reason="unchanged"))
@@ -270,7 +324,12 @@ class IngestLedger:
         run.status = ("interrupted" if interrupted else "completed" if not self.failures
                       else "completed_with_failures")
         db.save_run(self.db_path, run)
-        snapshot.publish(self.settings, self.kb)
+        if self.quiet:  # the indexes did not change: a warehouse-only generation links them
+            published.publish(self.db_path)
+        else:
+            snapshot.publish(self.settings, self.kb)
+        if not interrupted and not any(f.stage == "index" for f in self.failures):
+            clear_sync_pending(self.settings.home, self.kb)  # the stores agree again (and are published)
         self.log.info("kb %r: %d added, %d changed, %d unchanged (skipped), %d removed, %d failed or rejected",
                       self.kb, s.added, s.changed, s.skipped, s.removed, s.failed)
         return run

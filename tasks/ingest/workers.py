@@ -170,6 +170,8 @@ class FilePool:
         self.stopping = threading.Event()
 
     def submit(self, batch: list[Todo], kb: str, settings: Settings) -> list[concurrent.futures.Future]:
+        if self.stopping.is_set():  # stopped: nothing more starts (the flow lands what is done)
+            return [concurrent.futures.Future() for _ in batch]
         limit = settings.runtime.file_time_limit_s or None
         return [self.pool.schedule(prepare_file, (todo, kb, settings), timeout=limit) for todo in batch]
 

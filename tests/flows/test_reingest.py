@@ -55,6 +55,14 @@ def test_added_changed_removed_skipped_across_runs(prefect_harness, tmp_path):
     assert {o.status for o in unchanged.outcomes} == {"skipped"} and unchanged.skipped == 3
     assert unchanged.index.documents == 0 and unchanged.index.embedded == 0 and not unchanged.index.bm25_rebuilt
     assert _run_row(settings, unchanged.run_id) == (0, 0, 0, 3, 0)
+    assert unchanged.index.bm25_chunks == check(settings, "kb").bm25  # (the quiet path: counted, not rebuilt)
+
+    # Chroma lost a document behind the pipeline's back: `check` says so, and the next run repairs
+    # it although no file changed (check marked the KB; the published counts still agree)
+    vector_index.delete_ids(vector_index.collection(settings, "kb"), sorted(c_ids["chroma"]))
+    assert not check(settings, "kb").ok
+    repaired = ingest(paths=[str(corpus)], kb="kb", home=str(home))
+    assert repaired.skipped == 3 and repaired.index.repaired == 1 and check(settings, "kb").ok
 
     (corpus / "a.md").write_text("# 甲\n\n第二版的正文，改为讲水库的汛期巡查。\n", encoding="utf-8")
     (corpus / "sub" / "c.txt").unlink()

@@ -206,3 +206,19 @@ def test_a_run_without_failures_completes(settings, tmp_path, ledger):
     ledger.landed(mf.Todo(a, mf.ADDED), _parsed("A"), _chunked(tmp_path / "A.parquet", 1))
     assert ledger.finish().status == "completed"
     assert db.query(settings.db_path, "SELECT count(*) FROM ingest_failures")[1] == [(0,)]
+
+
+def test_a_big_run_s_outcome_table_lists_failures_and_sums_up_the_rest(ledger):
+    summary = ledger.summary
+    summary.outcomes = [FileOutcome(f"d{i}.md", "skipped", 2, reason="unchanged") for i in range(100)]
+    summary.outcomes += [FileOutcome(f"n{i}.md", "landed", 1, 0.5, change=mf.ADDED) for i in range(30)]
+    summary.outcomes += [FileOutcome("bad.pdf", "failed", reason="damaged PDF"),
+                         FileOutcome("x.md", "landed", 1, change=mf.CHANGED, reason="not indexed: no model")]
+    rows = {(o.source, o.status, o.change): (o.chunks, o.parse_seconds, o.reason) for o in summary.shown_outcomes()}
+    assert rows == {("bad.pdf", "failed", ""): (0, 0.0, "damaged PDF"),
+                    ("x.md", "landed", "changed"): (1, 0.0, "not indexed: no model"),
+                    ("(100 files)", "skipped", ""): (200, 0.0, "unchanged"),
+                    ("(30 files)", "landed", "added"): (30, 15.0, "")}
+    assert len(summary.outcome_rows()) == 4
+    assert summary.shown_outcomes(limit=200) == summary.outcomes  # a small run: one row per file
+    assert [o.source for o in summary.shown_outcomes(limit=1)][:2] == ["bad.pdf", "… 1 more failures"]
