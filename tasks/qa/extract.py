@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 
 from tasks.common.text import STOP_WORDS
 
@@ -43,7 +44,8 @@ _ASKING = {"什么", "多少", "哪些", "哪个", "是多", "少元", "为多",
            "which", "value"}
 
 
-def terms(text: str) -> set[str]:
+@lru_cache(maxsize=65536)  # a batch scores the same chunks' sentences and cells for many questions
+def terms(text: str) -> frozenset[str]:
     """The matching terms of `text` (see the module docstring)."""
     out: set[str] = set()
     for m in _TERM.finditer(unicodedata.normalize("NFKC", text or "").lower()):
@@ -52,7 +54,7 @@ def terms(text: str) -> set[str]:
             out.update(tok[i:i + 2] for i in range(len(tok) - 1)) if len(tok) > 1 else out.add(tok)
         elif tok[0].isdigit() or (len(tok) > 1 and tok not in STOP_WORDS):
             out.add(tok)
-    return out - _ASKING
+    return frozenset(out - _ASKING)
 
 
 def named(text: str, question_terms: set[str]) -> float:
