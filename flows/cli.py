@@ -318,9 +318,10 @@ def cmd_server(args: argparse.Namespace) -> int:
     port = args.port or free_port()
     runner = None
     if not args.cold:
-        from flows.warm_server import start_runner
+        from flows.warm_server import start_runner, watch_runner
 
         runner = start_runner(settings.home, api_url_for("127.0.0.1", port), dict(os.environ))
+        watch_runner(runner)
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
     try:
         serve(settings.home, port=port, ui=args.ui, on_ready=ready)

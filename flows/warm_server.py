@@ -375,6 +375,19 @@ def start_runner(home: Path, api_url: str, env: dict[str, str]):
                             cwd=str(Path(__file__).resolve().parents[1]))
 
 
+def watch_runner(runner) -> None:
+    """Say so when the runner dies while the server goes on: commands then run locally (slowly)."""
+    import threading
+
+    def wait() -> None:
+        code = runner.wait()
+        if code not in (0, -signal.SIGTERM):
+            print(f"kbflow server: the warm runner stopped (exit {code}); ask and eval now run locally "
+                  "(restart kbflow server to warm them again)", file=sys.stderr, flush=True)
+
+    threading.Thread(target=wait, daemon=True, name="kbflow-runner-watch").start()
+
+
 def main(argv: list[str]) -> int:
     home, api_url, parent = Path(argv[0]), argv[1], int(argv[2])
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
