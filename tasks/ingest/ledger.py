@@ -15,11 +15,11 @@ from pathlib import Path
 from schemas.errors import IndexIncompleteError
 from schemas.ingest import IngestFailure, IngestRun, KBRoot, ManifestEntry
 from schemas.settings import Settings
+from tasks.common.lock import clear_sync_pending, mark_sync_pending, sync_pending
 from tasks.index import snapshot
 from tasks.index.sync import IndexSummary
 from tasks.ingest import manifest as mf
 from tasks.ingest.discover import Discovery, Rejection, SourceFile
-from tasks.common.lock import clear_sync_pending, mark_sync_pending, sync_pending
 from tasks.ingest.land import LandedChunks
 from tasks.ingest.parse import ParsedOutput
 from tasks.ingest.workers import Prepared, describe_failure
@@ -39,6 +39,11 @@ class FileOutcome:
     parse_cached: bool = False
     reason: str = ""
     change: str = ""  # added / changed (landed files)
+
+    @property
+    def is_failure(self) -> bool:
+        """Failed, rejected, or landed but not indexed (the rows the outcome table always lists)."""
+        return self.status in ("failed", "rejected") or self.reason.startswith("not indexed")
 
 
 @dataclass
@@ -92,14 +97,14 @@ class IngestSummary:
         so a 50,000-file run prints a few lines; every failure is in `ingest_failures` too."""
         if len(self.outcomes) <= limit:
             return self.outcomes
-        failed = [o for o in self.outcomes if o.status in ("failed", "rejected") or o.reason.startswith("not indexed")]
+        failed = [o for o in self.outcomes if o.is_failure]
         rows = failed[:limit]
         if len(failed) > limit:
             rows.append(FileOutcome(f"… {len(failed) - limit:,} more failures", "failed",
                                     reason=f"all of them: table ingest_failures, run_id {self.run_id}"))
         groups: dict[tuple[str, str], list[FileOutcome]] = {}
         for o in self.outcomes:
-            if o.status not in ("failed", "rejected") and not o.reason.startswith("not indexed"):
+            if not o.is_failure:
                 groups.setdefault((o.status, o.change), []).append(o)
         for (status, change), group in groups.items():
             rows.append(FileOutcome(f"({len(group):,} files)", status, sum(o.chunks for o in group),
