@@ -6,8 +6,8 @@ Each figure is a fresh Python process (what a user pays per command), run altern
 tree and the baseline (e.g. `git archive main | tar -x -C /tmp/base`) so both see the same load:
 
 - phases, measured one after another in one process: import flows.cli (what an input error
-  costs), the flow stack (prefect, chromadb, …), sentence-transformers/torch, model resolve +
-  checksum, model load, jieba's dictionary, the rest of the retriever;
+  costs), the flow stack (prefect, chromadb, …), model resolve + checksum, the query encoder (ONNX;
+  a baseline without it: sentence-transformers/torch and the model load),
 - Prefect's temporary server: a no-op flow's start (server up + flow run) and its stop at exit
   (this tree starts it itself, before importing Prefect: flows/server.py TemporaryServer);
 - the whole `kbflow ask examples/questions.jsonl --kb demo` (16 questions), wall time, without a
@@ -42,11 +42,17 @@ def mark(name):
     now = time.perf_counter(); out[name] = now - t; t = now
 import flows.cli; mark("import flows.cli")
 import flows.batch_qa; mark("import flow stack")
-import sentence_transformers; mark("import sentence-transformers")
 from schemas.settings import load_settings
-from tasks.index.embed import Embedder, resolve_model
+from tasks.index.embed import resolve_model
 settings = load_settings(None); model = resolve_model(settings); mark("model resolve+checksum")
-Embedder(model); mark("model load")
+try:  # this tree: the ONNX query encoder (no torch); an older tree: sentence-transformers
+    from tasks.index.query_encoder import load_query_encoder
+except ImportError:
+    import sentence_transformers; mark("import sentence-transformers")
+    from tasks.index.embed import Embedder
+    Embedder(model); mark("model load")
+else:
+    load_query_encoder(settings).embed_queries(["预热"]); mark("query encoder load")
 from tasks.common.text import tokenize
 tokenize("预热"); mark("jieba dictionary")
 from tasks.qa.retriever import Retriever

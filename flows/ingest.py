@@ -1,6 +1,6 @@
 """Flow `ingest`: discover → plan against the manifest → per batch of new or changed files: parse →
 chunk (worker processes) → land (one DuckDB transaction) → embed + index while the next batches
-parse → remove deleted files → index the rest (Chroma, BM25) → finish the run's record.
+parse → remove deleted files → index the rest (Chroma, BM25, query encoder) → finish the run's record.
 
 Re-ingestion (SPEC §2 item 11): the per-KB manifest (DuckDB table `manifest`, keyed by path +
 MD5 + pipeline settings) lets an unchanged file skip every stage; a changed file's new chunks are

@@ -1,7 +1,7 @@
-"""Load what a question-answering run needs (the embedding model, jieba's dictionary, Chroma's
-modules) in a background thread while the command starts Prefect: on two cores the ~5-10 s of
-imports and model load overlap the server start instead of following it. One model load per
-process: the flow takes the warmed embedder (`embedder_for`)."""
+"""Load what a question-answering run needs (the query encoder, jieba's dictionary, Chroma's
+modules) in a background thread while the command starts Prefect: on two cores the few seconds of
+imports and loads overlap the server start instead of following it. One load per process: the flow
+takes the warmed encoder (`embedder_for`)."""
 from __future__ import annotations
 
 import logging
@@ -38,13 +38,13 @@ def prewarm(settings: Settings, *, vectors: bool = True, announce_after_s: float
             tokenize("预热", settings.index.bm25_user_dict or None)
             embedder = None
             if vectors:
-                from tasks.index.embed import Embedder
+                from tasks.index.query_encoder import load_query_encoder
 
                 timer = threading.Timer(announce_after_s, announce, ["loading the embedding model…"])
                 timer.daemon = True
                 timer.start()
                 try:
-                    embedder = Embedder.from_settings(settings)
+                    embedder = load_query_encoder(settings)
                 finally:
                     timer.cancel()
             future.set_result(embedder)

@@ -1,8 +1,8 @@
 """The warm half of `kbflow server`: a runner process that has Prefect, the flows, the embedding
 model and jieba loaded once, and runs short commands (`ask`, `eval`) for clients of the same home.
 
-Why: a fresh `kbflow ask` pays ~8 s of imports (torch, transformers) and model load before its first
-question; with the runner it pays a Python start and a fork.
+Why: a fresh `kbflow ask` pays the imports (Prefect, Chroma), the query encoder's load and Prefect's
+temporary server before its first question; with the runner it pays a Python start and a fork.
 
 - The runner (`python -m flows.warm_server`, started by `kbflow server`) listens on the Unix socket
   HOME/kbflow-server.sock (mode 0600, the same user only). It forks one child per request: the child
@@ -11,7 +11,8 @@ question; with the runner it pays a Python start and a fork.
   with its code, which the runner sends back. One request at a time: a second client is told "busy".
 - torch: the runner loads the model with one intra-op thread. GNU OpenMP's thread pool does not
   survive a fork (a child that used the parent's pool hangs); with one thread the parent never
-  creates it, and each child starts its own with the usual thread count.
+  creates it, and each child starts its own with the usual thread count. The ONNX query encoder
+  (tasks/index/query_encoder.py) is not loaded in the runner: each child loads its own.
 - The client (`forward`) imports only the standard library. It falls back to the local path (and says
   why under --debug) whenever the runner cannot honour the command exactly: no runner or a stale
   socket, busy, other code, other import-time settings (PREFECT_*, HF_*, … which the runner read when
@@ -181,8 +182,12 @@ class Runner:
         from flows.warm import embedder_for, prewarm
         from schemas.settings import load_settings
 
+        from tasks.index.query_encoder import exported
+
         settings = load_settings(self.home)
-        prewarm(settings)
+        # an ONNX Runtime session cannot be made in a child whose parent made one (it hangs): with an
+        # ONNX export each child loads the query encoder itself (~0.4 s, the weights are mapped)
+        prewarm(settings, vectors=exported(settings) is None)
         embedder = embedder_for(settings)
         if embedder is not None:
             embedder.embed_queries(["预热"])  # the first inference's one-time kernel set-up, shared by the children

@@ -23,6 +23,7 @@ from schemas.errors import EmbeddingModelError
 from schemas.settings import Settings
 from tasks.common.progress import Tracker
 from tasks.index import vector_index
+from tasks.index.query_encoder import ensure_exported
 from warehouse import db
 from warehouse.chunks import chunk_files, chunk_ids_by_source, chunk_terms, kb_chunk_ids
 
@@ -196,7 +197,8 @@ def sync_indexes(settings: Settings, kb: str, to_index: list[tuple[str, Path]], 
        batched upserts, then each document's stale ids dropped);
     2. repair: delete Chroma ids DuckDB does not hold, index every document whose chunk ids Chroma
        lacks (a run killed between landing and indexing);
-    3. rebuild BM25 from the landed Parquet when anything changed or its ids differ from DuckDB's.
+    3. rebuild BM25 from the landed Parquet when anything changed or its ids differ from DuckDB's;
+    4. the embedding model's ONNX export for question answering, when missing (`tasks.index.query_encoder`).
 
     `indexer`: one that already indexed part of this run (streamed while parsing went on); it is
     reused, and the returned summary and sources include what it did before. Returns the summary, the
@@ -234,6 +236,8 @@ def sync_indexes(settings: Settings, kb: str, to_index: list[tuple[str, Path]], 
     prune_parquet(settings, kb)
     if indexer.embedding.done:
         indexer.finish()
+    if summary.bm25_chunks:  # once per embedding model: what question answering loads instead of torch
+        ensure_exported(settings)
     return summary, errors, list(indexer.indexed)
 
 

@@ -81,9 +81,9 @@ class Retriever:
     @property
     def embedder(self):
         if self._embedder is None:  # loaded on first use: a BM25-only run never needs it
-            from tasks.index.embed import Embedder
+            from tasks.index.query_encoder import load_query_encoder
 
-            self._embedder = Embedder.from_settings(self.settings)
+            self._embedder = load_query_encoder(self.settings)
         return self._embedder
 
     def records(self, chunk_ids: Collection[str]) -> dict[str, Chunk]:
