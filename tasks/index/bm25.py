@@ -2,10 +2,12 @@
 
 - `tokenize` turns text into BM25 terms. Chunking calls it once per chunk and stores the terms in
   the chunk Parquet (`Chunk.tokens`); queries go through the same function, so both sides match.
-- `BM25Index.build` scores pre-tokenized chunks with bm25s (never re-tokenizes); `search` answers a
-  batch of queries with one sparse matrix product; `save`/`load` persist without pickle, atomically.
+- `BM25Index.build_streamed` scores pre-tokenized chunks with bm25s (never re-tokenizes), read as
+  Arrow record batches whose terms become int ids batch by batch (a KB's rebuild never holds all
+  its terms as Python strings); `build` is the same on in-memory lists. `search` answers a batch of
+  queries with one sparse matrix product; `save`/`load` persist without pickle, atomically.
 - `index_for_kb` rebuilds a knowledge base's index from its landed Parquet files (`chunk_id`,
-  `tokens` columns only). Deleting or replacing a document = rebuilding from the current files;
+  `tokens` columns only, streamed). Deleting or replacing a document = rebuilding from the current files;
   that takes well under a second for 20k chunks (bench/bm25_vs_rank_bm25.py).
 """
 from __future__ import annotations
@@ -15,10 +17,12 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import scipy.sparse as sp
 
 FORMAT_VERSION = 1
@@ -54,25 +58,38 @@ class BM25Index:
         return len(self.chunk_ids)
 
     @classmethod
-    def build(cls, chunk_ids: Sequence[str], tokens: Sequence[Sequence[str]]) -> BM25Index:
-        """Index chunks from their stored terms (never re-tokenizes)."""
-        import bm25s
-
+    def build(cls, chunk_ids: Sequence[str], tokens: Sequence[Sequence[str] | None]) -> BM25Index:
+        """Index chunks from their stored terms (never re-tokenizes): `build_streamed` of one batch."""
         if len(chunk_ids) != len(tokens):
             raise ValueError(f"{len(chunk_ids)} chunk ids but {len(tokens)} token lists")
-        if len(set(chunk_ids)) != len(chunk_ids):
-            raise ValueError("duplicate chunk ids")
+        batch = pa.record_batch({"chunk_id": pa.array([str(c) for c in chunk_ids], pa.string()),
+                                 "tokens": pa.array(tokens, pa.list_(pa.string()))})
+        return cls.build_streamed([batch])
+
+    @classmethod
+    def build_streamed(cls, batches: Iterable[pa.RecordBatch]) -> BM25Index:
+        """Index chunks from Arrow record batches (`chunk_id`, `tokens`: list of terms, null = none).
+        Each batch's terms become int32 ids as it arrives, so a build holds the vocabulary and four
+        bytes per term occurrence, never every chunk's terms as Python strings."""
+        import bm25s
+        from bm25s.tokenization import Tokenized
+
         index = cls()
-        index.chunk_ids = [str(c) for c in chunk_ids]
-        corpus = [list(t) for t in tokens]
-        if not any(corpus):  # no chunks, or none with terms: bm25s cannot index an empty vocabulary
-            index._matrix = sp.csr_matrix((0, len(corpus)), dtype=np.float32)
+        corpus = _ChunkTermIds()
+        for batch in batches:
+            index.chunk_ids.extend(batch.column("chunk_id").to_pylist())
+            corpus.add(batch.column("tokens"), index.vocab)
+        if len(set(index.chunk_ids)) != len(index.chunk_ids):
+            raise ValueError("duplicate chunk ids")
+        if not index.vocab:  # no chunks, or none with terms: bm25s cannot index an empty vocabulary
+            index._matrix = sp.csr_matrix((0, len(index.chunk_ids)), dtype=np.float32)
             return index
-        retriever = bm25s.BM25(k1=cls.K1, b=cls.B, method=cls.METHOD, idf_method=cls.IDF_METHOD)
+        # scipy's COO → CSC conversion: the same matrix as bm25s's numpy one, without its int64 sort keys
+        retriever = bm25s.BM25(k1=cls.K1, b=cls.B, method=cls.METHOD, idf_method=cls.IDF_METHOD,
+                               csc_backend="scipy")
         # create_empty_token=False: we answer empty queries ourselves instead of scoring a fake term
-        retriever.index(corpus, create_empty_token=False, show_progress=False)
+        retriever.index(Tokenized(ids=corpus, vocab=index.vocab), create_empty_token=False, show_progress=False)
         s = retriever.scores
-        index.vocab = dict(retriever.vocab_dict)
         # bm25s stores a chunk × term CSC matrix; its arrays are exactly the term × chunk CSR one
         index._matrix = sp.csr_matrix((s["data"], s["indices"], s["indptr"]),
                                       shape=(len(index.vocab), s["num_docs"]))
@@ -133,8 +150,9 @@ class BM25Index:
             m = self._matrix
             # np.savez pickles object arrays unless told not to: all arrays here are numeric
             with open(tmp / _SCORES, "wb") as fh:
-                np.savez(fh, data=m.data.astype(np.float32), indices=m.indices.astype(np.int32),
-                         indptr=m.indptr.astype(np.int64), allow_pickle=False)
+                np.savez(fh, data=m.data.astype(np.float32, copy=False),
+                         indices=m.indices.astype(np.int32, copy=False),
+                         indptr=m.indptr.astype(np.int64, copy=False), allow_pickle=False)
                 _fsync(fh)
             vocab = [""] * len(self.vocab)
             for term, t in self.vocab.items():
@@ -186,6 +204,36 @@ class BM25Index:
         return index
 
 
+
+class _ChunkTermIds:
+    """Every chunk's term ids, as bm25s reads a pre-tokenized corpus (its length, then chunk after
+    chunk, several times): an int32 array per batch underneath, one chunk at a time a Python list."""
+
+    def __init__(self) -> None:
+        self._batches: list[tuple[np.ndarray, np.ndarray]] = []  # (term ids, each chunk's bounds in them)
+        self._chunks = 0
+
+    def add(self, tokens: pa.Array, vocab: dict[str, int]) -> None:
+        """Map one batch's token lists to vocab ids; new terms join `vocab` in first-seen order. Only
+        the batch's distinct terms become Python strings (Arrow's dictionary encoding finds them, in
+        order of appearance)."""
+        encoded = pc.dictionary_encode(tokens.flatten())
+        distinct = encoded.dictionary.to_pylist()
+        to_vocab = np.fromiter((vocab.setdefault(term, len(vocab)) for term in distinct), np.int32, len(distinct))
+        lengths = pc.fill_null(pc.list_value_length(tokens), 0).to_numpy()
+        self._batches.append((to_vocab[encoded.indices.to_numpy()], np.concatenate([[0], np.cumsum(lengths)])))
+        self._chunks += len(tokens)
+
+    def __len__(self) -> int:
+        return self._chunks
+
+    def __iter__(self) -> Iterator[list[int]]:
+        for ids, bounds in self._batches:
+            bounds = bounds.tolist()
+            for lo, hi in zip(bounds, bounds[1:]):
+                yield ids[lo:hi].tolist()
+
+
 def _fsync(fh) -> None:
     fh.flush()
     os.fsync(fh.fileno())
@@ -223,14 +271,14 @@ def _collect_garbage(directory: Path, keep: set[str]) -> None:
 
 
 def index_for_kb(parquet_paths: Iterable[str | os.PathLike]) -> BM25Index:
-    """Build a knowledge base's index from its landed chunk Parquet files, reading only the
-    `chunk_id` and `tokens` columns: re-indexing never re-tokenizes."""
+    """Build a knowledge base's index from its landed chunk Parquet files, streamed batch by batch
+    and reading only the `chunk_id` and `tokens` columns: re-indexing never re-tokenizes."""
+    return BM25Index.build_streamed(_parquet_term_batches(parquet_paths))
+
+
+def _parquet_term_batches(parquet_paths: Iterable[str | os.PathLike]) -> Iterator[pa.RecordBatch]:
     import pyarrow.parquet as pq
 
-    chunk_ids: list[str] = []
-    tokens: list[list[str]] = []
     for path in parquet_paths:
-        table = pq.read_table(path, columns=["chunk_id", "tokens"])
-        chunk_ids.extend(table.column("chunk_id").to_pylist())
-        tokens.extend(t or [] for t in table.column("tokens").to_pylist())
-    return BM25Index.build(chunk_ids, tokens)
+        with pq.ParquetFile(path) as file:
+            yield from file.iter_batches(columns=["chunk_id", "tokens"])
