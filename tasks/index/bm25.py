@@ -5,19 +5,22 @@
 - `BM25Index.build_streamed` scores pre-tokenized chunks with bm25s (never re-tokenizes), read as
   Arrow record batches whose terms become int ids batch by batch (a KB's rebuild never holds all
   its terms as Python strings); `build` is the same on in-memory lists. `search` answers a batch of
-  queries with one sparse matrix product; `save`/`load` persist without pickle, atomically.
+  queries with one sparse matrix product; `save`/`load` persist without pickle, atomically;
+  `read_count`/`read_chunk_ids` tell what a saved index holds without loading its score matrix.
 - `index_for_kb` rebuilds a knowledge base's index from its landed Parquet files (`chunk_id`,
   `tokens` columns only, streamed). Deleting or replacing a document = rebuilding from the current files;
   that takes well under a second for 20k chunks (bench/bm25_vs_rank_bm25.py).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +32,7 @@ FORMAT_VERSION = 1
 _CURRENT = "CURRENT"  # pointer file: the name of the version folder readers load
 _SCORES = "scores.npz"
 _META = "meta.json"
+_COUNT = "count.json"  # ChunkCount and the other files' sizes: what cheap checks read
 _VERSION_PREFIX = "v-"
 _TMP_PREFIX = ".tmp-"
 _STALE_TMP_SECONDS = 3600.0
@@ -131,7 +135,7 @@ class BM25Index:
                 out.append([(self.chunk_ids[d], float(v)) for d, v in zip(docs[order], vals[order])])
         return out
 
-    # persistence: <dir>/CURRENT names a complete version folder <dir>/v-…/{scores.npz,meta.json}
+    # persistence: <dir>/CURRENT names a complete version folder <dir>/v-…/{scores.npz,meta.json,count.json}
 
     def save(self, directory: str | os.PathLike) -> Path:
         """Write the index atomically: a new version folder is written and fsynced in full, then
@@ -164,6 +168,10 @@ class BM25Index:
             with open(tmp / _META, "w", encoding="utf-8") as fh:
                 json.dump(meta, fh, ensure_ascii=False, separators=(",", ":"))
                 _fsync(fh)
+            sizes = {name: (tmp / name).stat().st_size for name in (_SCORES, _META)}
+            with open(tmp / _COUNT, "w", encoding="utf-8") as fh:
+                json.dump({**asdict(ChunkCount.of(self.chunk_ids)), "bytes": sizes}, fh)
+                _fsync(fh)
             os.rename(tmp, version)  # a version folder only ever exists complete
             with open(pointer, "w", encoding="utf-8") as fh:
                 fh.write(version.name)
@@ -184,15 +192,8 @@ class BM25Index:
 
     @classmethod
     def load(cls, directory: str | os.PathLike) -> BM25Index:
-        directory = Path(directory)
-        name = _current_name(directory)
-        if not name:
-            raise FileNotFoundError(f"no BM25 index in {directory}")
-        version = directory / name
-        with open(version / _META, encoding="utf-8") as fh:
-            meta = json.load(fh)
-        if meta.get("format") != FORMAT_VERSION:
-            raise ValueError(f"{version}: BM25 index format {meta.get('format')!r}, expected {FORMAT_VERSION}")
+        version = _current_version(Path(directory))
+        meta = _read_meta(version)
         with np.load(version / _SCORES, allow_pickle=False) as z:
             data, indices, indptr = z["data"], z["indices"], z["indptr"]
         index = cls()
@@ -203,6 +204,39 @@ class BM25Index:
         index._matrix = sp.csr_matrix((data, indices, indptr), shape=(len(index.vocab), len(index.chunk_ids)))
         return index
 
+    @staticmethod
+    def read_chunk_ids(directory: str | os.PathLike) -> list[str]:
+        """The saved index's chunk ids, without its score matrix."""
+        return _read_meta(_current_version(Path(directory)))["chunk_ids"]
+
+    @staticmethod
+    def read_count(directory: str | os.PathLike) -> ChunkCount:
+        """The saved index's `ChunkCount` from its few-byte count file, neither the score matrix nor
+        the vocabulary; an index saved before count files existed: from its chunk ids. ValueError
+        when a file of the index no longer has the size it was saved with (truncated, overwritten)."""
+        version = _current_version(Path(directory))
+        try:
+            count = json.loads((version / _COUNT).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return ChunkCount.of(_read_meta(version)["chunk_ids"])
+        for name, size in count["bytes"].items():
+            if (version / name).stat().st_size != size:
+                raise ValueError(f"{version / name}: not the {size} bytes it was saved with")
+        return ChunkCount(count["chunks"], count["chunk_ids_sha256"])
+
+
+@dataclass(frozen=True)
+class ChunkCount:
+    """How many chunks a store holds and a fingerprint of their id set: two stores with equal
+    ChunkCounts hold the very same chunks, so comparing them reads no ids from the index."""
+
+    chunks: int
+    chunk_ids_sha256: str
+
+    @classmethod
+    def of(cls, chunk_ids: Collection[str]) -> ChunkCount:
+        # sorted: the set, not its order; NUL cannot occur in a chunk id (source path + index)
+        return cls(len(chunk_ids), hashlib.sha256("\0".join(sorted(chunk_ids)).encode()).hexdigest())
 
 
 class _ChunkTermIds:
@@ -245,6 +279,21 @@ def _fsync_dir(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _current_version(directory: Path) -> Path:
+    name = _current_name(directory)
+    if not name:
+        raise FileNotFoundError(f"no BM25 index in {directory}")
+    return directory / name
+
+
+def _read_meta(version: Path) -> dict:
+    with open(version / _META, encoding="utf-8") as fh:
+        meta = json.load(fh)
+    if meta.get("format") != FORMAT_VERSION:
+        raise ValueError(f"{version}: BM25 index format {meta.get('format')!r}, expected {FORMAT_VERSION}")
+    return meta
 
 
 def _current_name(directory: Path) -> str:

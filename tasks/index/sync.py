@@ -196,14 +196,15 @@ def sync_indexes(settings: Settings, kb: str, to_index: list[tuple[str, Path]], 
        batched upserts, then each document's stale ids dropped);
     2. repair: delete Chroma ids DuckDB does not hold, index every document whose chunk ids Chroma
        lacks (a run killed between landing and indexing);
-    3. rebuild BM25 from the landed Parquet when anything changed or its ids differ from DuckDB's.
+    3. rebuild BM25 from the landed chunks when anything changed or its ids differ from DuckDB's
+       (compared by `ChunkCount`: the index itself is not loaded).
 
     `indexer`: one that already indexed part of this run (streamed while parsing went on); it is
     reused, and the returned summary and sources include what it did before. Returns the summary, the
     error of each document that failed to index (the others go on), and the sources indexed. The
     embedding model is loaded only when a document is embedded.
     """
-    from tasks.index.bm25 import BM25Index
+    from tasks.index.bm25 import BM25Index, ChunkCount
 
     indexer = indexer or Indexer(settings, kb)
     summary = indexer.summary
@@ -220,17 +221,17 @@ def sync_indexes(settings: Settings, kb: str, to_index: list[tuple[str, Path]], 
         errors.update(indexer.index_documents([(source, Path(landed[source][1])) for source in lacking]))
         summary.repaired = len(lacking)
 
-    current: set[str] | None = None
+    current: ChunkCount | None = None
     if (settings.bm25_dir / kb).exists() and not force_bm25:
-        try:
-            current = set(BM25Index.load(settings.bm25_dir / kb).chunk_ids)
+        try:  # its count file, not the index: the same id set has the same fingerprint
+            current = BM25Index.read_count(settings.bm25_dir / kb)
         except Exception:  # unreadable: rebuilt below
             current = None
-    if force_bm25 or indexer.indexed or summary.orphans or current != all_duck:
+    if force_bm25 or indexer.indexed or summary.orphans or current != ChunkCount.of(all_duck):
         summary.bm25_chunks = rebuild_bm25(settings, kb)
         summary.bm25_rebuilt = True
     else:
-        summary.bm25_chunks = len(current)
+        summary.bm25_chunks = current.chunks
     prune_parquet(settings, kb)
     if indexer.embedding.done:
         indexer.finish()
@@ -277,7 +278,7 @@ def check(settings: Settings, kb: str) -> Consistency:
         col = snapshot.read_collection(settings, kb)
     stores = {"duckdb": kb_chunk_ids(settings.db_path, kb), "chroma": vector_index.all_ids(col)}
     bm25_dir = settings.bm25_dir / kb if live else snapshot.bm25_dir(settings, kb)
-    stores["bm25"] = set(BM25Index.load(bm25_dir).chunk_ids) if bm25_dir.exists() else set()
+    stores["bm25"] = set(BM25Index.read_chunk_ids(bm25_dir)) if bm25_dir.exists() else set()
     union = set().union(*stores.values())
     missing = {name: sorted(union - ids) for name, ids in stores.items() if union - ids}
     if missing and live:  # so the next ingest repairs it even when no file changed

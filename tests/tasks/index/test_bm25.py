@@ -19,7 +19,7 @@ from schemas.chunk import Chunk, chunks_path
 from schemas.settings import load_settings
 from tasks.index import bm25 as bm25_index
 from tasks.common.text import tokenize, tokenize_many
-from tasks.index.bm25 import BM25Index, index_for_kb
+from tasks.index.bm25 import BM25Index, ChunkCount, index_for_kb
 from tasks.ingest.chunk import build_chunks
 from tasks.ingest.land import write_chunks
 from tests.conftest import CVPR_DIR, DATA, SVOLT_DIR, need, parsed_dir_of
@@ -254,6 +254,34 @@ def test_old_versions_are_collected(tmp_path):
     versions = [p for p in directory.iterdir() if p.is_dir()]
     assert len(versions) == 2  # the current one and the one it replaced (for in-flight readers)
     assert BM25Index.load(directory).chunk_ids == ["c3"]
+
+
+def test_count_and_chunk_ids_are_read_without_the_score_matrix(tmp_path, monkeypatch):
+    directory = tmp_path / "bm25"
+    index = _toy()
+    version = index.save(directory)
+
+    def boom(*args, **kwargs):
+        raise AssertionError("the score matrix was read")
+
+    monkeypatch.setattr(bm25_index.np, "load", boom)
+    assert BM25Index.read_count(directory) == ChunkCount.of({"e", "d", "c", "b", "a"})  # a set, any order
+    assert BM25Index.read_count(directory).chunks == 5
+    assert BM25Index.read_chunk_ids(directory) == index.chunk_ids
+    assert ChunkCount.of(["a", "b"]) != ChunkCount.of(["a", "c"])
+    (version / "count.json").unlink()  # an index saved before count files: the same, from its ids
+    assert BM25Index.read_count(directory) == ChunkCount.of(index.chunk_ids)
+
+
+def test_a_truncated_index_file_fails_the_count(tmp_path):
+    directory = tmp_path / "bm25"
+    version = _toy().save(directory)
+    with open(version / "scores.npz", "r+b") as fh:
+        fh.truncate(10)
+    with pytest.raises(ValueError, match="bytes it was saved with"):
+        BM25Index.read_count(directory)
+    with pytest.raises(FileNotFoundError, match="no BM25 index"):
+        BM25Index.read_count(tmp_path / "nowhere")
 
 
 # --- re-indexing from landed Parquet -------------------------------------------------------------
