@@ -90,6 +90,7 @@ def child(home: Path, trace: bool) -> None:
 
     import bm25s  # noqa: F401  imported before the baseline: not part of the rebuild's memory
     import duckdb  # noqa: F401
+    import tasks.index.bm25  # noqa: F401
     from schemas.settings import load_settings
     from tasks.index.sync import rebuild_bm25
 
