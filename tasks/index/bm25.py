@@ -8,8 +8,8 @@
   queries with one sparse matrix product; `save`/`load` persist without pickle, atomically;
   `read_count`/`read_chunk_ids` tell what a saved index holds without loading its score matrix.
 - `index_for_kb` rebuilds a knowledge base's index from its landed Parquet files (`chunk_id`,
-  `tokens` columns only, streamed). Deleting or replacing a document = rebuilding from the current files;
-  that takes well under a second for 20k chunks (bench/bm25_vs_rank_bm25.py).
+  `tokens` columns only, streamed). Deleting or replacing a document = rebuilding from the current
+  files; that takes well under a second for 20k chunks (bench/bm25_vs_rank_bm25.py).
 """
 from __future__ import annotations
 
