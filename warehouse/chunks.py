@@ -1,12 +1,15 @@
 """Reads of a knowledge base's landed documents and chunks (`documents`, `chunks`, `chunk_quality`).
 
-Every function opens a short read-only connection: a missing warehouse raises FileNotFoundError.
+Every function opens a short read-only connection (`chunk_term_batches` keeps it while its batches
+are read): a missing warehouse raises FileNotFoundError.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import pyarrow as pa
 
 from schemas.arrow import from_table
 from schemas.chunk import CANDIDATE_COLUMNS, Chunk
@@ -32,10 +35,12 @@ def chunk_ids_by_source(db_path: Path, kb: str) -> dict[str, set[str]]:
     return by_source
 
 
-def chunk_terms(db_path: Path, kb: str) -> list[tuple[str, list[str] | None]]:
-    """(chunk_id, BM25 terms) of every chunk of `kb`, in document order."""
-    _, rows = db.query(db_path, "SELECT chunk_id, tokens FROM chunks WHERE kb = ? ORDER BY source, chunk_index", [kb])
-    return rows
+def chunk_term_batches(db_path: Path, kb: str, rows: int = 8192) -> Iterator[pa.RecordBatch]:
+    """(chunk_id, tokens) of every chunk of `kb`, in document order, as Arrow record batches of about
+    `rows` chunks: a reader holds one batch of terms at a time, never all of them as Python lists."""
+    with db.connect(db_path, read_only=True) as con:
+        yield from con.sql("SELECT chunk_id, tokens FROM chunks WHERE kb = ? ORDER BY source, chunk_index",
+                           params=[kb]).to_arrow_reader(rows)
 
 
 def chunk_pages(db_path: Path, kb: str) -> list[tuple[str, str, int, int]]:

@@ -2,29 +2,37 @@
 
 - `tokenize` turns text into BM25 terms. Chunking calls it once per chunk and stores the terms in
   the chunk Parquet (`Chunk.tokens`); queries go through the same function, so both sides match.
-- `BM25Index.build` scores pre-tokenized chunks with bm25s (never re-tokenizes); `search` answers a
-  batch of queries with one sparse matrix product; `save`/`load` persist without pickle, atomically.
+- `BM25Index.build_streamed` scores pre-tokenized chunks with bm25s (never re-tokenizes), read as
+  Arrow record batches whose terms become int ids batch by batch (a KB's rebuild never holds all
+  its terms as Python strings); `build` is the same on in-memory lists. `search` answers a batch of
+  queries with one sparse matrix product; `save`/`load` persist without pickle, atomically;
+  `read_count`/`read_chunk_ids` tell what a saved index holds without loading its score matrix.
 - `index_for_kb` rebuilds a knowledge base's index from its landed Parquet files (`chunk_id`,
-  `tokens` columns only). Deleting or replacing a document = rebuilding from the current files;
-  that takes well under a second for 20k chunks (bench/bm25_vs_rank_bm25.py).
+  `tokens` columns only, streamed). Deleting or replacing a document = rebuilding from the current
+  files; that takes well under a second for 20k chunks (bench/bm25_vs_rank_bm25.py).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import scipy.sparse as sp
 
 FORMAT_VERSION = 1
 _CURRENT = "CURRENT"  # pointer file: the name of the version folder readers load
 _SCORES = "scores.npz"
 _META = "meta.json"
+_COUNT = "count.json"  # ChunkCount and the other files' sizes: what cheap checks read
 _VERSION_PREFIX = "v-"
 _TMP_PREFIX = ".tmp-"
 _STALE_TMP_SECONDS = 3600.0
@@ -54,25 +62,38 @@ class BM25Index:
         return len(self.chunk_ids)
 
     @classmethod
-    def build(cls, chunk_ids: Sequence[str], tokens: Sequence[Sequence[str]]) -> BM25Index:
-        """Index chunks from their stored terms (never re-tokenizes)."""
-        import bm25s
-
+    def build(cls, chunk_ids: Sequence[str], tokens: Sequence[Sequence[str] | None]) -> BM25Index:
+        """Index chunks from their stored terms (never re-tokenizes): `build_streamed` of one batch."""
         if len(chunk_ids) != len(tokens):
             raise ValueError(f"{len(chunk_ids)} chunk ids but {len(tokens)} token lists")
-        if len(set(chunk_ids)) != len(chunk_ids):
-            raise ValueError("duplicate chunk ids")
+        batch = pa.record_batch({"chunk_id": pa.array([str(c) for c in chunk_ids], pa.string()),
+                                 "tokens": pa.array(tokens, pa.list_(pa.string()))})
+        return cls.build_streamed([batch])
+
+    @classmethod
+    def build_streamed(cls, batches: Iterable[pa.RecordBatch]) -> BM25Index:
+        """Index chunks from Arrow record batches (`chunk_id`, `tokens`: list of terms, null = none).
+        Each batch's terms become int32 ids as it arrives, so a build holds the vocabulary and four
+        bytes per term occurrence, never every chunk's terms as Python strings."""
+        import bm25s
+        from bm25s.tokenization import Tokenized
+
         index = cls()
-        index.chunk_ids = [str(c) for c in chunk_ids]
-        corpus = [list(t) for t in tokens]
-        if not any(corpus):  # no chunks, or none with terms: bm25s cannot index an empty vocabulary
-            index._matrix = sp.csr_matrix((0, len(corpus)), dtype=np.float32)
+        corpus = _ChunkTermIds()
+        for batch in batches:
+            index.chunk_ids.extend(batch.column("chunk_id").to_pylist())
+            corpus.add(batch.column("tokens"), index.vocab)
+        if len(set(index.chunk_ids)) != len(index.chunk_ids):
+            raise ValueError("duplicate chunk ids")
+        if not index.vocab:  # no chunks, or none with terms: bm25s cannot index an empty vocabulary
+            index._matrix = sp.csr_matrix((0, len(index.chunk_ids)), dtype=np.float32)
             return index
-        retriever = bm25s.BM25(k1=cls.K1, b=cls.B, method=cls.METHOD, idf_method=cls.IDF_METHOD)
+        # scipy's COO → CSC conversion: the same matrix as bm25s's numpy one, without its int64 sort keys
+        retriever = bm25s.BM25(k1=cls.K1, b=cls.B, method=cls.METHOD, idf_method=cls.IDF_METHOD,
+                               csc_backend="scipy")
         # create_empty_token=False: we answer empty queries ourselves instead of scoring a fake term
-        retriever.index(corpus, create_empty_token=False, show_progress=False)
+        retriever.index(Tokenized(ids=corpus, vocab=index.vocab), create_empty_token=False, show_progress=False)
         s = retriever.scores
-        index.vocab = dict(retriever.vocab_dict)
         # bm25s stores a chunk × term CSC matrix; its arrays are exactly the term × chunk CSR one
         index._matrix = sp.csr_matrix((s["data"], s["indices"], s["indptr"]),
                                       shape=(len(index.vocab), s["num_docs"]))
@@ -114,7 +135,7 @@ class BM25Index:
                 out.append([(self.chunk_ids[d], float(v)) for d, v in zip(docs[order], vals[order])])
         return out
 
-    # persistence: <dir>/CURRENT names a complete version folder <dir>/v-…/{scores.npz,meta.json}
+    # persistence: <dir>/CURRENT names a complete version folder <dir>/v-…/{scores.npz,meta.json,count.json}
 
     def save(self, directory: str | os.PathLike) -> Path:
         """Write the index atomically: a new version folder is written and fsynced in full, then
@@ -133,8 +154,9 @@ class BM25Index:
             m = self._matrix
             # np.savez pickles object arrays unless told not to: all arrays here are numeric
             with open(tmp / _SCORES, "wb") as fh:
-                np.savez(fh, data=m.data.astype(np.float32), indices=m.indices.astype(np.int32),
-                         indptr=m.indptr.astype(np.int64), allow_pickle=False)
+                np.savez(fh, data=m.data.astype(np.float32, copy=False),
+                         indices=m.indices.astype(np.int32, copy=False),
+                         indptr=m.indptr.astype(np.int64, copy=False), allow_pickle=False)
                 _fsync(fh)
             vocab = [""] * len(self.vocab)
             for term, t in self.vocab.items():
@@ -145,6 +167,10 @@ class BM25Index:
                     "chunk_ids": self.chunk_ids, "vocab": vocab}
             with open(tmp / _META, "w", encoding="utf-8") as fh:
                 json.dump(meta, fh, ensure_ascii=False, separators=(",", ":"))
+                _fsync(fh)
+            sizes = {name: (tmp / name).stat().st_size for name in (_SCORES, _META)}
+            with open(tmp / _COUNT, "w", encoding="utf-8") as fh:
+                json.dump({**asdict(ChunkCount.of(self.chunk_ids)), "bytes": sizes}, fh)
                 _fsync(fh)
             os.rename(tmp, version)  # a version folder only ever exists complete
             with open(pointer, "w", encoding="utf-8") as fh:
@@ -166,15 +192,8 @@ class BM25Index:
 
     @classmethod
     def load(cls, directory: str | os.PathLike) -> BM25Index:
-        directory = Path(directory)
-        name = _current_name(directory)
-        if not name:
-            raise FileNotFoundError(f"no BM25 index in {directory}")
-        version = directory / name
-        with open(version / _META, encoding="utf-8") as fh:
-            meta = json.load(fh)
-        if meta.get("format") != FORMAT_VERSION:
-            raise ValueError(f"{version}: BM25 index format {meta.get('format')!r}, expected {FORMAT_VERSION}")
+        version = _current_version(Path(directory))
+        meta = _read_meta(version)
         with np.load(version / _SCORES, allow_pickle=False) as z:
             data, indices, indptr = z["data"], z["indices"], z["indptr"]
         index = cls()
@@ -184,6 +203,69 @@ class BM25Index:
             raise ValueError(f"{version}: inconsistent BM25 index files")
         index._matrix = sp.csr_matrix((data, indices, indptr), shape=(len(index.vocab), len(index.chunk_ids)))
         return index
+
+    @staticmethod
+    def read_chunk_ids(directory: str | os.PathLike) -> list[str]:
+        """The saved index's chunk ids, without its score matrix."""
+        return _read_meta(_current_version(Path(directory)))["chunk_ids"]
+
+    @staticmethod
+    def read_count(directory: str | os.PathLike) -> ChunkCount:
+        """The saved index's `ChunkCount` from its few-byte count file, neither the score matrix nor
+        the vocabulary; an index saved before count files existed: from its chunk ids. ValueError
+        when a file of the index no longer has the size it was saved with (truncated, overwritten)."""
+        version = _current_version(Path(directory))
+        try:
+            count = json.loads((version / _COUNT).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return ChunkCount.of(_read_meta(version)["chunk_ids"])
+        for name, size in count["bytes"].items():
+            if (version / name).stat().st_size != size:
+                raise ValueError(f"{version / name}: not the {size} bytes it was saved with")
+        return ChunkCount(count["chunks"], count["chunk_ids_sha256"])
+
+
+@dataclass(frozen=True)
+class ChunkCount:
+    """How many chunks a store holds and a fingerprint of their id set: two stores with equal
+    ChunkCounts hold the very same chunks, so comparing them reads no ids from the index."""
+
+    chunks: int
+    chunk_ids_sha256: str
+
+    @classmethod
+    def of(cls, chunk_ids: Collection[str]) -> ChunkCount:
+        # sorted: the set, not its order; NUL cannot occur in a chunk id (source path + index)
+        return cls(len(chunk_ids), hashlib.sha256("\0".join(sorted(chunk_ids)).encode()).hexdigest())
+
+
+class _ChunkTermIds:
+    """Every chunk's term ids, as bm25s reads a pre-tokenized corpus (its length, then chunk after
+    chunk, several times): an int32 array per batch underneath, one chunk at a time a Python list."""
+
+    def __init__(self) -> None:
+        self._batches: list[tuple[np.ndarray, np.ndarray]] = []  # (term ids, each chunk's bounds in them)
+        self._chunks = 0
+
+    def add(self, tokens: pa.Array, vocab: dict[str, int]) -> None:
+        """Map one batch's token lists to vocab ids; new terms join `vocab` in first-seen order. Only
+        the batch's distinct terms become Python strings (Arrow's dictionary encoding finds them, in
+        order of appearance)."""
+        encoded = pc.dictionary_encode(tokens.flatten())
+        distinct = encoded.dictionary.to_pylist()
+        to_vocab = np.fromiter((vocab.setdefault(term, len(vocab)) for term in distinct), np.int32, len(distinct))
+        lengths = pc.fill_null(pc.list_value_length(tokens), 0).to_numpy()
+        self._batches.append((to_vocab[encoded.indices.to_numpy()], np.concatenate([[0], np.cumsum(lengths)])))
+        self._chunks += len(tokens)
+
+    def __len__(self) -> int:
+        return self._chunks
+
+    def __iter__(self) -> Iterator[list[int]]:
+        for ids, bounds in self._batches:
+            bounds = bounds.tolist()
+            for lo, hi in zip(bounds, bounds[1:]):
+                yield ids[lo:hi].tolist()
 
 
 def _fsync(fh) -> None:
@@ -197,6 +279,21 @@ def _fsync_dir(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _current_version(directory: Path) -> Path:
+    name = _current_name(directory)
+    if not name:
+        raise FileNotFoundError(f"no BM25 index in {directory}")
+    return directory / name
+
+
+def _read_meta(version: Path) -> dict:
+    with open(version / _META, encoding="utf-8") as fh:
+        meta = json.load(fh)
+    if meta.get("format") != FORMAT_VERSION:
+        raise ValueError(f"{version}: BM25 index format {meta.get('format')!r}, expected {FORMAT_VERSION}")
+    return meta
 
 
 def _current_name(directory: Path) -> str:
@@ -223,14 +320,14 @@ def _collect_garbage(directory: Path, keep: set[str]) -> None:
 
 
 def index_for_kb(parquet_paths: Iterable[str | os.PathLike]) -> BM25Index:
-    """Build a knowledge base's index from its landed chunk Parquet files, reading only the
-    `chunk_id` and `tokens` columns: re-indexing never re-tokenizes."""
+    """Build a knowledge base's index from its landed chunk Parquet files, streamed batch by batch
+    and reading only the `chunk_id` and `tokens` columns: re-indexing never re-tokenizes."""
+    return BM25Index.build_streamed(_parquet_term_batches(parquet_paths))
+
+
+def _parquet_term_batches(parquet_paths: Iterable[str | os.PathLike]) -> Iterator[pa.RecordBatch]:
     import pyarrow.parquet as pq
 
-    chunk_ids: list[str] = []
-    tokens: list[list[str]] = []
     for path in parquet_paths:
-        table = pq.read_table(path, columns=["chunk_id", "tokens"])
-        chunk_ids.extend(table.column("chunk_id").to_pylist())
-        tokens.extend(t or [] for t in table.column("tokens").to_pylist())
-    return BM25Index.build(chunk_ids, tokens)
+        with pq.ParquetFile(path) as file:
+            yield from file.iter_batches(columns=["chunk_id", "tokens"])

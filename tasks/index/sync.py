@@ -4,8 +4,8 @@ DuckDB (`documents`/`chunks`) is the record of what a knowledge base holds; the 
 - `Indexer.index_documents` embeds many documents' chunks together in full batches (cached by
   text, so unchanged chunks are never re-embedded), upserts them into Chroma in large slices, then
   drops each document's stale ids; a failing group is retried document by document;
-- `rebuild_bm25` rebuilds the BM25 index from the landed Parquet files' stored tokens (nothing is
-  re-tokenized) and swaps it in atomically;
+- `rebuild_bm25` rebuilds the BM25 index from the landed chunks' stored tokens (nothing is
+  re-tokenized), streamed from DuckDB in Arrow batches, and swaps it in atomically;
 - `sync_indexes` does both for a run and repairs what an interrupted run left behind;
 - `check` compares the chunk_id sets of the three stores.
 """
@@ -25,7 +25,7 @@ from tasks.common.progress import Tracker
 from tasks.index import vector_index
 from tasks.index.query_encoder import ensure_exported
 from warehouse import db
-from warehouse.chunks import chunk_files, chunk_ids_by_source, chunk_terms, kb_chunk_ids
+from warehouse.chunks import chunk_files, chunk_ids_by_source, chunk_term_batches, kb_chunk_ids
 
 
 def read_chunks(path: Path) -> list[Chunk]:
@@ -166,11 +166,11 @@ def warm_embedding_cache(settings: Settings, chunks_file: Path, model: str) -> i
 
 def rebuild_bm25(settings: Settings, kb: str) -> int:
     """BM25 from the terms stored with each landed chunk: one DuckDB query (the warehouse holds the
-    Parquet files' rows), not one Parquet read per document (5.9 s of 6.7 s at 9,000 documents)."""
+    Parquet files' rows), not one Parquet read per document (5.9 s of 6.7 s at 9,000 documents),
+    streamed as Arrow batches whose terms become int ids batch by batch (`BM25Index.build_streamed`)."""
     from tasks.index.bm25 import BM25Index
 
-    rows = chunk_terms(settings.db_path, kb)
-    index = BM25Index.build([chunk_id for chunk_id, _ in rows], [tokens or [] for _, tokens in rows])
+    index = BM25Index.build_streamed(chunk_term_batches(settings.db_path, kb))
     index.save(settings.bm25_dir / kb)
     return len(index.chunk_ids)
 
@@ -197,7 +197,8 @@ def sync_indexes(settings: Settings, kb: str, to_index: list[tuple[str, Path]], 
        batched upserts, then each document's stale ids dropped);
     2. repair: delete Chroma ids DuckDB does not hold, index every document whose chunk ids Chroma
        lacks (a run killed between landing and indexing);
-    3. rebuild BM25 from the landed Parquet when anything changed or its ids differ from DuckDB's;
+    3. rebuild BM25 from the landed chunks when anything changed or its ids differ from DuckDB's
+       (compared by `ChunkCount`: the index itself is not loaded);
     4. the embedding model's ONNX export for question answering, when missing (`tasks.index.query_encoder`).
 
     `indexer`: one that already indexed part of this run (streamed while parsing went on); it is
@@ -205,7 +206,7 @@ def sync_indexes(settings: Settings, kb: str, to_index: list[tuple[str, Path]], 
     error of each document that failed to index (the others go on), and the sources indexed. The
     embedding model is loaded only when a document is embedded.
     """
-    from tasks.index.bm25 import BM25Index
+    from tasks.index.bm25 import BM25Index, ChunkCount
 
     indexer = indexer or Indexer(settings, kb)
     summary = indexer.summary
@@ -222,17 +223,17 @@ def sync_indexes(settings: Settings, kb: str, to_index: list[tuple[str, Path]], 
         errors.update(indexer.index_documents([(source, Path(landed[source][1])) for source in lacking]))
         summary.repaired = len(lacking)
 
-    current: set[str] | None = None
+    current: ChunkCount | None = None
     if (settings.bm25_dir / kb).exists() and not force_bm25:
-        try:
-            current = set(BM25Index.load(settings.bm25_dir / kb).chunk_ids)
+        try:  # its count file, not the index: the same id set has the same fingerprint
+            current = BM25Index.read_count(settings.bm25_dir / kb)
         except Exception:  # unreadable: rebuilt below
             current = None
-    if force_bm25 or indexer.indexed or summary.orphans or current != all_duck:
+    if force_bm25 or indexer.indexed or summary.orphans or current != ChunkCount.of(all_duck):
         summary.bm25_chunks = rebuild_bm25(settings, kb)
         summary.bm25_rebuilt = True
     else:
-        summary.bm25_chunks = len(current)
+        summary.bm25_chunks = current.chunks
     prune_parquet(settings, kb)
     if indexer.embedding.done:
         indexer.finish()
@@ -281,7 +282,7 @@ def check(settings: Settings, kb: str) -> Consistency:
         col = snapshot.read_collection(settings, kb)
     stores = {"duckdb": kb_chunk_ids(settings.db_path, kb), "chroma": vector_index.all_ids(col)}
     bm25_dir = settings.bm25_dir / kb if live else snapshot.bm25_dir(settings, kb)
-    stores["bm25"] = set(BM25Index.load(bm25_dir).chunk_ids) if bm25_dir.exists() else set()
+    stores["bm25"] = set(BM25Index.read_chunk_ids(bm25_dir)) if bm25_dir.exists() else set()
     union = set().union(*stores.values())
     missing = {name: sorted(union - ids) for name, ids in stores.items() if union - ids}
     if missing and live:  # so the next ingest repairs it even when no file changed

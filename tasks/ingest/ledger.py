@@ -227,7 +227,7 @@ class IngestLedger:
         try:
             chunks = count_chunks(self.db_path, self.kb)
             vectors = pq.read_metadata(gen / snapshot.VECTORS / f"{self.kb}.parquet").num_rows
-            bm25 = len(BM25Index.load(self.settings.bm25_dir / self.kb))
+            bm25 = BM25Index.read_count(self.settings.bm25_dir / self.kb).chunks
         except Exception:  # a store missing or unreadable: the index stage finds out which
             return None
         return chunks if chunks == vectors == bm25 else None

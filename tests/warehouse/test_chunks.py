@@ -5,6 +5,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 import pytest
 
 from schemas.chunk import CANDIDATE_COLUMNS, Chunk, assign_ids, chunks_path
@@ -56,9 +57,11 @@ def test_document_and_id_reads(warehouse, tmp_path):
 
 
 def test_terms_in_document_order_and_pages(warehouse):
-    terms = chunks.chunk_terms(warehouse, "k")
-    assert [chunk_id for chunk_id, _ in terms] == ["a.md_0", "a.md_1", "b.md_0", "b.md_1", "b.md_2"]
-    assert [list(t or []) for _, t in terms] == [["甲"], [], ["一"], ["二", "节"], []]
+    batches = list(chunks.chunk_term_batches(warehouse, "k", rows=2))
+    assert len(batches) >= 1 and sum(b.num_rows for b in batches) == 5
+    terms = pa.Table.from_batches(batches)
+    assert terms.column("chunk_id").to_pylist() == ["a.md_0", "a.md_1", "b.md_0", "b.md_1", "b.md_2"]
+    assert [t or [] for t in terms.column("tokens").to_pylist()] == [["甲"], [], ["一"], ["二", "节"], []]
     assert sorted(chunks.chunk_pages(warehouse, "k"))[2:4] == [("b.md_0", "b.md", 1, 2), ("b.md_1", "b.md", 2, 3)]
     assert chunks.count_chunks(warehouse, "k") == 5 and chunks.count_chunks(warehouse) == 6
 

@@ -1,5 +1,6 @@
 """The one BM25 implementation: retrieval on real text, parity with rank_bm25,
-pickle-free atomic persistence, and re-indexing from landed Parquet without re-tokenizing."""
+pickle-free atomic persistence, re-indexing from landed Parquet without re-tokenizing, and the
+streamed build from DuckDB equal to the in-memory one."""
 from __future__ import annotations
 
 import json
@@ -11,13 +12,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import scipy.sparse as sp
 
 from schemas.arrow import to_table
-from schemas.chunk import Chunk
+from schemas.chunk import Chunk, chunks_path
+from schemas.settings import load_settings
 from tasks.index import bm25 as bm25_index
 from tasks.common.text import tokenize, tokenize_many
-from tasks.index.bm25 import BM25Index, index_for_kb
-from tests.conftest import DATA, need
+from tasks.index.bm25 import BM25Index, ChunkCount, index_for_kb
+from tasks.ingest.chunk import build_chunks
+from tasks.ingest.land import write_chunks
+from tests.conftest import CVPR_DIR, DATA, SVOLT_DIR, need, parsed_dir_of
+from warehouse import db
+from warehouse.chunks import chunk_term_batches
 
 CMRC = DATA / "qa" / "cmrc2018_trial"
 
@@ -249,6 +256,34 @@ def test_old_versions_are_collected(tmp_path):
     assert BM25Index.load(directory).chunk_ids == ["c3"]
 
 
+def test_count_and_chunk_ids_are_read_without_the_score_matrix(tmp_path, monkeypatch):
+    directory = tmp_path / "bm25"
+    index = _toy()
+    version = index.save(directory)
+
+    def boom(*args, **kwargs):
+        raise AssertionError("the score matrix was read")
+
+    monkeypatch.setattr(bm25_index.np, "load", boom)
+    assert BM25Index.read_count(directory) == ChunkCount.of({"e", "d", "c", "b", "a"})  # a set, any order
+    assert BM25Index.read_count(directory).chunks == 5
+    assert BM25Index.read_chunk_ids(directory) == index.chunk_ids
+    assert ChunkCount.of(["a", "b"]) != ChunkCount.of(["a", "c"])
+    (version / "count.json").unlink()  # an index saved before count files: the same, from its ids
+    assert BM25Index.read_count(directory) == ChunkCount.of(index.chunk_ids)
+
+
+def test_a_truncated_index_file_fails_the_count(tmp_path):
+    directory = tmp_path / "bm25"
+    version = _toy().save(directory)
+    with open(version / "scores.npz", "r+b") as fh:
+        fh.truncate(10)
+    with pytest.raises(ValueError, match="bytes it was saved with"):
+        BM25Index.read_count(directory)
+    with pytest.raises(FileNotFoundError, match="no BM25 index"):
+        BM25Index.read_count(tmp_path / "nowhere")
+
+
 # --- re-indexing from landed Parquet -------------------------------------------------------------
 
 def _chunk(source: str, index: int, tokens: list[str], text: str) -> Chunk:
@@ -289,3 +324,43 @@ def test_index_for_kb_accepts_minimal_files(tmp_path):
     index = index_for_kb([str(path)])
     assert index.chunk_ids == ["x_0", "x_1", "x_2"]
     assert [c for c, _ in index.search([["电池"]], k=5)[0]] == ["x_0"]
+
+
+# --- streamed build --------------------------------------------------------------------------------
+
+def _same_matrix(a, b) -> bool:
+    return a.shape == b.shape and all(np.array_equal(getattr(a, k), getattr(b, k))
+                                      for k in ("indptr", "indices", "data"))
+
+
+def test_the_streamed_build_from_duckdb_is_the_in_memory_build_and_bm25s_own(tmp_path):
+    """Real chunks (two MinerU outputs, chunked as ingest does) landed in DuckDB and read back in
+    batches of 16: the same chunk ids, vocabulary and score matrix, bit for bit, as one in-memory
+    batch; and the same scores as bm25s indexing the term strings itself (the build before
+    streaming, whose vocabulary was numbered in a set's order: equal up to that numbering)."""
+    import bm25s
+
+    home = tmp_path / "home"
+    settings = load_settings(home)
+    files = []
+    for md5, folder in (("a" * 32, SVOLT_DIR), ("b" * 32, CVPR_DIR)):
+        chunks = build_chunks(parsed_dir_of(folder, home), settings, kb="kb", doc_md5=md5, source=folder.name).chunks
+        files.append(write_chunks(chunks, chunks_path(settings.chunks_dir, "kb", md5)))
+    db.insert_chunk_files(settings.db_path, files)
+
+    batches = list(chunk_term_batches(settings.db_path, "kb", rows=16))
+    streamed = BM25Index.build_streamed(batches)
+    table = pa.Table.from_batches(batches)
+    chunk_ids, tokens = table.column("chunk_id").to_pylist(), [t or [] for t in table.column("tokens").to_pylist()]
+    in_memory = BM25Index.build(chunk_ids, tokens)
+    assert len(batches) > 10 and streamed.chunk_ids == in_memory.chunk_ids == chunk_ids
+    assert streamed.vocab == in_memory.vocab
+    assert _same_matrix(streamed._matrix, in_memory._matrix)
+
+    reference = bm25s.BM25(k1=BM25Index.K1, b=BM25Index.B, method=BM25Index.METHOD, idf_method=BM25Index.IDF_METHOD)
+    reference.index(tokens, create_empty_token=False, show_progress=False)
+    s = reference.scores
+    theirs = sp.csr_matrix((s["data"], s["indices"], s["indptr"]), shape=(len(reference.vocab_dict), s["num_docs"]))
+    assert reference.vocab_dict.keys() == streamed.vocab.keys()
+    ours_in_their_order = [streamed.vocab[term] for term in sorted(reference.vocab_dict, key=reference.vocab_dict.get)]
+    assert _same_matrix(streamed._matrix[ours_in_their_order], theirs)

@@ -12,6 +12,7 @@ from schemas.chunk import chunks_path
 from schemas.ingest import Document
 from schemas.settings import Settings, load_settings
 from tasks.index import e5_convert, vector_index
+from tasks.index.bm25 import BM25Index
 from tasks.index.sync import check, prune_parquet, remove_document, sync_indexes
 from tasks.ingest.chunk import build_chunks
 from tasks.ingest.discover import discover
@@ -126,6 +127,19 @@ def test_a_missing_or_unreadable_bm25_index_is_rebuilt(home):
         meta.write_text("{truncated", encoding="utf-8")
     assert sync_indexes(home, KB, [])[0].bm25_rebuilt and check(home, KB).ok
 
+
+
+def test_an_unchanged_kb_is_compared_to_bm25_without_loading_the_index(home, monkeypatch):
+    a, a_file, ids_a = land(home, "pump.md")
+    sync_indexes(home, KB, [(a, a_file)])
+
+    def boom(*args, **kwargs):
+        raise AssertionError("the whole BM25 index was loaded")
+
+    monkeypatch.setattr(BM25Index, "load", boom)
+    summary = sync_indexes(home, KB, [])[0]
+    assert (summary.bm25_rebuilt, summary.bm25_chunks) == (False, len(ids_a))
+    assert check(home, KB).ok
 
 def test_remove_document_from_chroma_duckdb_and_parquet(home):
     (a, a_file, ids_a), (b, b_file, ids_b) = land(home, "pump.md"), land(home, "cell.md")
