@@ -19,8 +19,9 @@ def _key(settings: Settings) -> tuple[str, str]:
     return str(settings.home), settings.index.embedding_model
 
 
-def prewarm(settings: Settings, *, vectors: bool = True, announce_after_s: float = 3.0) -> None:
-    """Start loading in a daemon thread; errors are left for the flow to raise in its own words."""
+def prewarm(settings: Settings, *, vectors: bool = True, forks: bool = False, announce_after_s: float = 3.0) -> None:
+    """Start loading in a daemon thread; errors are left for the flow to raise in its own words.
+    `forks`: this process forks children that answer (`kbflow server`): no ONNX session is opened here."""
     from tasks.common.display import announce
 
     with _lock:
@@ -44,7 +45,7 @@ def prewarm(settings: Settings, *, vectors: bool = True, announce_after_s: float
                 timer.daemon = True
                 timer.start()
                 try:
-                    embedder = load_query_encoder(settings)
+                    embedder = load_query_encoder(settings, open_session=not forks)
                 finally:
                     timer.cancel()
             future.set_result(embedder)

@@ -12,7 +12,7 @@ temporary server before its first question; with the runner it pays a Python sta
 - torch: the runner loads the model with one intra-op thread. GNU OpenMP's thread pool does not
   survive a fork (a child that used the parent's pool hangs); with one thread the parent never
   creates it, and each child starts its own with the usual thread count. The ONNX query encoder
-  (tasks/index/query_encoder.py) is not loaded in the runner: each child loads its own.
+  (tasks/index/query_encoder.py): the runner loads its tokenizer, each child opens its own session.
 - The client (`forward`) imports only the standard library. It falls back to the local path (and says
   why under --debug) whenever the runner cannot honour the command exactly: no runner or a stale
   socket, busy, other code, other import-time settings (PREFECT_*, HF_*, … which the runner read when
@@ -182,14 +182,12 @@ class Runner:
         from flows.warm import embedder_for, prewarm
         from schemas.settings import load_settings
 
-        from tasks.index.query_encoder import exported
+        from tasks.index.query_encoder import OnnxQueryEncoder
 
         settings = load_settings(self.home)
-        # an ONNX Runtime session cannot be made in a child whose parent made one (it hangs): with an
-        # ONNX export each child loads the query encoder itself (~0.4 s, the weights are mapped)
-        prewarm(settings, vectors=exported(settings) is None)
+        prewarm(settings, forks=True)
         embedder = embedder_for(settings)
-        if embedder is not None:
+        if embedder is not None and not isinstance(embedder, OnnxQueryEncoder):  # ONNX: each child opens its session
             embedder.embed_queries(["预热"])  # the first inference's one-time kernel set-up, shared by the children
 
     def refusal(self, header: dict) -> str:

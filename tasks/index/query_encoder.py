@@ -136,8 +136,7 @@ def ensure_exported(settings: Settings) -> Path | None:
 class OnnxQueryEncoder:
     """`embed_queries` of an `Embedder`, by ONNX Runtime over an export (`export`)."""
 
-    def __init__(self, folder: Path):
-        import onnxruntime as ort
+    def __init__(self, folder: Path, *, open_session: bool = True):
         from tokenizers import Tokenizer
 
         meta = _complete(folder)
@@ -152,9 +151,20 @@ class OnnxQueryEncoder:
         self.tokenizer = Tokenizer.from_file(str(folder / TOKENIZER_FILE))
         self.tokenizer.enable_truncation(meta["max_length"])
         self.tokenizer.enable_padding(pad_id=meta["pad_id"], pad_token=meta["pad_token"])
-        # made once per process and never in a process that forks afterwards: a child cannot make a session
-        # of its own once its parent has one (ONNX Runtime hangs), see flows/warm_server.py
-        self.session = ort.InferenceSession(str(folder / MODEL_FILE), providers=["CPUExecutionProvider"])
+        self.model_file = folder / MODEL_FILE
+        self._session: ort.InferenceSession | None = None
+        if open_session:
+            self.session  # noqa: B018 - a damaged export fails here, not at the first question
+
+    @property
+    def session(self):
+        """Opened on first use (0.2 s: the weights are mapped). Never in a process that forks afterwards:
+        a child cannot open a session once its parent has one (ONNX Runtime hangs), see flows/warm_server.py."""
+        if self._session is None:
+            import onnxruntime as ort
+
+            self._session = ort.InferenceSession(str(self.model_file), providers=["CPUExecutionProvider"])
+        return self._session
 
     def embed_queries(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
         """Vectors (float32, L2-normalized) in input order; batches of similar length, longest first."""
@@ -185,15 +195,16 @@ def exported(settings: Settings) -> Path | None:
     return folder if _complete(folder) is not None else None
 
 
-def load_query_encoder(settings: Settings):
+def load_query_encoder(settings: Settings, *, open_session: bool = True):
     """What encodes a run's questions: the ONNX export of the configured model when there is one,
-    else the torch `Embedder` (same vectors)."""
+    else the torch `Embedder` (same vectors). `open_session=False`: the ONNX session is opened at the
+    first question (by a process that forks, in its children)."""
     from tasks.index.embed import Embedder
 
     folder = exported(settings)
     if folder is not None:
         try:
-            return OnnxQueryEncoder(folder)
+            return OnnxQueryEncoder(folder, open_session=open_session)
         except Exception as exc:  # noqa: BLE001 - a damaged export: the torch embedder still works
             log.warning("the ONNX query encoder %s did not load (%s): using the torch embedder", folder, exc)
     return Embedder.from_settings(settings)
