@@ -19,7 +19,7 @@ temporary server before its first question; with the runner it pays a Python sta
   it started: e.g. --verbose/--debug set some), a protocol error. KBFLOW_* settings, --config and
   --home are honoured: the child reads them itself (a model other than the warm one is loaded there).
 - Ctrl-C in the client cancels the request (the child gets SIGINT and exits 130); a client that dies
-  gets its child terminated.
+  gets its child terminated, and so does a runner that dies (the child's parent-death signal).
 """
 from __future__ import annotations
 
@@ -161,6 +161,7 @@ def forward(home: Path, argv: list[str]) -> tuple[int | None, str]:
 class Runner:
     def __init__(self, home: Path, api_url: str, parent: int):
         self.home, self.api_url, self.parent = home, api_url, parent
+        self.pid = os.getpid()
         self.env = import_time_env(os.environ)
         self.code = code_fingerprint()
         self.threads = 1
@@ -316,6 +317,7 @@ class Runner:
         try:
             signal.signal(signal.SIGINT, signal.default_int_handler)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            _die_with_parent(self.pid)
             conn.close()
             self.listener.close()
             for target, fd in enumerate(fds):
@@ -389,6 +391,22 @@ def watch_runner(runner) -> None:
                   "(restart kbflow server to warm them again)", file=sys.stderr, flush=True)
 
     threading.Thread(target=wait, daemon=True, name="kbflow-runner-watch").start()
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _die_with_parent(parent: int) -> None:
+    """SIGTERM this process when `parent` (the runner) dies (Linux): a runner stopped mid-request
+    would otherwise leave its child running on, holding its run's lock, so the run is never reaped."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: nothing to arm
+        return
+    if os.getppid() != parent:  # the runner died before the signal was armed
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def main(argv: list[str]) -> int:

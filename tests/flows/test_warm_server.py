@@ -101,3 +101,36 @@ def test_a_stale_socket_falls_back_to_the_local_path(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "debug: running here, not in the kbflow server: the kbflow server's socket does not answer" in err
     assert err.strip().endswith("no such question file") or "nosuch.jsonl" in err.splitlines()[-1]
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's new parent may never reap it)."""
+    try:
+        return "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's prctl")
+def test_a_request_child_ends_when_its_runner_dies():
+    """A runner stopped mid-request must not leave its child running on (holding its run's lock)."""
+    read_end, write_end = os.pipe()
+    runner = os.fork()
+    if runner == 0:  # plays the runner: forks a request child, then dies at once
+        os.close(read_end)
+        runner_pid = os.getpid()
+        child = os.fork()
+        if child == 0:
+            warm_server._die_with_parent(runner_pid)
+            time.sleep(120)
+            os._exit(0)
+        os.write(write_end, str(child).encode())
+        os._exit(0)
+    os.close(write_end)
+    child = int(os.read(read_end, 32))
+    os.close(read_end)
+    os.waitpid(runner, 0)
+    deadline = time.monotonic() + 20
+    while _running(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _running(child)
