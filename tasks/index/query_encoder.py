@@ -115,14 +115,12 @@ def ensure_exported(settings: Settings) -> Path | None:
     """The ONNX export of the configured embedding model, made once (~15 s) when missing; None when the
     model cannot be exported (the torch embedder then encodes the queries: slower to load, same vectors)."""
     from tasks.common.display import announce
-    from tasks.index.embed import Embedder, model_identity, resolve_model
+    from tasks.index.embed import Embedder
 
-    try:
-        model = resolve_model(settings)
-    except Exception as exc:  # noqa: BLE001 - no model: the index stage has said so already
-        log.debug("no embedding model to export: %s", exc)
+    found = _model_and_export_dir(settings)
+    if found is None:
         return None
-    dest = export_dir(settings, model_identity(model))
+    model, dest = found
     if _complete(dest) is not None:
         return dest
     announce("exporting the embedding model for fast question answering, once (~15 s)…")
@@ -184,15 +182,23 @@ class OnnxQueryEncoder:
         return f"OnnxQueryEncoder({self.model_id}, dim={self.dim}, encoded={self.encoded})"
 
 
-def exported(settings: Settings) -> Path | None:
-    """The complete ONNX export of the configured model, else None (also when there is no model)."""
+def _model_and_export_dir(settings: Settings) -> tuple[Path | str, Path] | None:
+    """The configured model and where its export belongs; None when there is no usable model (whoever
+    loads it reports why)."""
     from tasks.index.embed import model_identity, resolve_model
 
     try:
-        folder = export_dir(settings, model_identity(resolve_model(settings)))
-    except Exception:  # noqa: BLE001 - no usable model: whoever loads it reports why
+        model = resolve_model(settings)
+    except Exception as exc:  # noqa: BLE001 - reported by the embedder's own load
+        log.debug("no embedding model: %s", exc)
         return None
-    return folder if _complete(folder) is not None else None
+    return model, export_dir(settings, model_identity(model))
+
+
+def exported(settings: Settings) -> Path | None:
+    """The complete ONNX export of the configured model, else None (also when there is no model)."""
+    found = _model_and_export_dir(settings)
+    return found[1] if found is not None and _complete(found[1]) is not None else None
 
 
 def load_query_encoder(settings: Settings, *, open_session: bool = True):
