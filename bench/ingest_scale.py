@@ -1,13 +1,15 @@
 """Benchmark: ingest at corpus scale — synthetic corpora of many small files, and the real documents.
 
     .venv/bin/python bench/ingest_scale.py [--sizes 1000,10000,50000] [--docs] [--parquet] [--tmp DIR]
+                                           [--no-embed | --ingest-only] [--keep]
 
 Per corpus, each in a fresh process (so peak RSS is its own) and a fresh home:
 - first ingest (the `ingest` flow, in-process, the temporary Prefect server started before timing):
   total wall time, and files/s (chunks/s for embed) of each stage from its progress tracker
   (the stages overlap: each rate is over that stage's own span);
 - embedding-only: the same chunk texts encoded again in the same process by a fresh embedder
-  without the cache — the floor the ingest aims at — and total / embedding-only;
+  in the stage's own variant (`embedding_precision`), without the cache — the floor the ingest
+  aims at — and total / embedding-only;
 - peak RSS of the flow process and of its largest worker process;
 - unchanged re-ingest: `kbflow ingest` of the same corpus as a new process (Python and Prefect
   start-up included), which must skip every file.
@@ -76,8 +78,8 @@ def _rss_mb(who: int) -> float:
     return resource.getrusage(who).ru_maxrss / 1024  # KiB on Linux
 
 
-def run_one(corpus: Path, home: Path, embed: bool = True) -> dict:
-    """Ingest `corpus` into `home` in this process; then embedding-only and the unchanged re-ingest."""
+def run_one(corpus: Path, home: Path, embed: bool = True, floor: bool = True) -> dict:
+    """Ingest `corpus` into `home` in this process; then (`floor`) embedding-only and the unchanged re-ingest."""
     import pyarrow.parquet as pq
     from prefect.client.orchestration import get_client
 
@@ -85,7 +87,7 @@ def run_one(corpus: Path, home: Path, embed: bool = True) -> dict:
     from schemas.errors import IndexIncompleteError
     from schemas.settings import load_settings
     from tasks.common.progress import listening
-    from tasks.index.embed import Embedder, embed_texts, resolve_model
+    from tasks.index.embed import Embedder, embed_texts
     from warehouse import db
 
     with get_client(sync_client=True) as client:  # the temporary server starts before timing
@@ -109,14 +111,14 @@ def run_one(corpus: Path, home: Path, embed: bool = True) -> dict:
               "chunks": summary.index.chunks, "total_s": total, "stages": stages,
               "rss_flow_mb": _rss_mb(resource.RUSAGE_SELF), "rss_worker_mb": _rss_mb(resource.RUSAGE_CHILDREN)}
     # (measured before the re-ingest below starts a process of its own)
-    if not embed:
+    if not (embed and floor):
         return result
     settings = load_settings(home)
     texts = []
     for _, path in db.landed_documents(settings.db_path, "scale").values():
         table = pq.read_table(path, columns=["semantic_content", "content"]).to_pydict()
         texts += [s or c for s, c in zip(table["semantic_content"], table["content"])]
-    embedder = Embedder(resolve_model(settings), batch_size=settings.runtime.embedding_batch_size)
+    embedder = Embedder.from_settings(settings)  # the variant the index stage used (bf16 on AMX)
     embed_texts(texts[:64], embedder, None, batch_size=settings.runtime.embedding_batch_size)  # warm
     t0 = time.perf_counter()
     embed_texts(texts, embedder, None, batch_size=settings.runtime.embedding_batch_size)
@@ -145,7 +147,7 @@ def prefect_noop_s() -> float:
 def report(label: str, r: dict) -> None:
     rates = ", ".join(f"{stage} {done / max(s, 1e-9):.1f}/s" for stage, (done, s) in r["stages"].items())
     if "embed_only_s" not in r:
-        print(f"{label}, no embedding: {r['files']} files ({r['landed']} landed, {r['failed']} failed) | total "
+        print(f"{label}, {'ingest only' if r['chunks'] else 'no embedding'}: {r['files']} files ({r['landed']} landed, {r['failed']} failed) | total "
               f"{r['total_s']:.1f} s | {rates} | peak RSS flow {r['rss_flow_mb']:.0f} MB, worker "
               f"{r['rss_worker_mb']:.0f} MB", flush=True)
         return
@@ -220,13 +222,16 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--no-embed", action="store_true",
                         help="no embedding model (the index stage fails at once): the other stages' files/s and "
                              "peak RSS alone, at sizes whose embedding would take hours here")
+    parser.add_argument("--ingest-only", action="store_true",
+                        help="the ingest alone (files/s, peak RSS): no embedding-only pass, no re-ingest")
     parser.add_argument("--keep", action="store_true", help="keep each corpus's home (e.g. to re-time the "
                         "unchanged re-ingest later: `kbflow --home HOME ingest CORPUS --kb scale`)")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: corpus to ingest in this process
     parser.add_argument("--home", help=argparse.SUPPRESS)
     args = parser.parse_args(argv[1:])
     if args.one:
-        print("RESULT " + json.dumps(run_one(Path(args.one), Path(args.home), embed=not args.no_embed)), flush=True)
+        print("RESULT " + json.dumps(run_one(Path(args.one), Path(args.home), embed=not args.no_embed,
+                                                  floor=not args.ingest_only)), flush=True)
         return 0
     print(f"{os.cpu_count()} CPU cores; load average {os.getloadavg()[0]:.1f} at start", flush=True)
     if args.parquet:
@@ -245,7 +250,8 @@ def main(argv: list[str]) -> int:
         home = root / f"home-{corpus.name}"
         shutil.rmtree(home, ignore_errors=True)
         done = subprocess.run([sys.executable, __file__, "--one", str(corpus), "--home", str(home),
-                               *(["--no-embed"] if args.no_embed else [])], cwd=REPO, capture_output=True, text=True)
+                               *(["--no-embed"] if args.no_embed else []),
+                               *(["--ingest-only"] if args.ingest_only else [])], cwd=REPO, capture_output=True, text=True)
         lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
         if done.returncode or not lines:
             print(f"{label}: FAILED (rc {done.returncode})\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")

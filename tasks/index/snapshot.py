@@ -66,7 +66,24 @@ def write_indexes(settings: Settings, folder: Path, kb: str | None = None, previ
 
 
 def export_vectors(col, path: Path) -> None:
-    got = col.get(include=["embeddings", "metadatas"])
+    """The collection's ids, metadata fields and vectors as one Parquet file, read a page at a time."""
+    writer = None
+    try:
+        for got in vector_index.get_pages(col, include=["embeddings", "metadatas"]):
+            table = _vectors_table(got)
+            if writer is None:
+                if not table.num_rows:  # an empty collection: an empty file of the list type
+                    pq.write_table(table, path)
+                    return
+                writer = pq.ParquetWriter(path, table.schema)
+            if table.num_rows:
+                writer.write_table(table)
+    finally:
+        if writer is not None:
+            writer.close()
+
+
+def _vectors_table(got: dict) -> pa.Table:
     ids = list(got["ids"])
     embeddings = np.asarray(got["embeddings"], dtype=np.float32) if ids else np.zeros((0, 0), np.float32)
     metas = got["metadatas"] or [{} for _ in ids]
@@ -76,7 +93,7 @@ def export_vectors(col, path: Path) -> None:
         columns[field] = pa.array([str((m or {}).get(field, "")) for m in metas], pa.string())
     columns["embedding"] = pa.FixedSizeListArray.from_arrays(pa.array(embeddings.reshape(-1), pa.float32()), dim) \
         if dim else pa.array([[] for _ in ids], pa.list_(pa.float32()))
-    pq.write_table(pa.table(columns), path)
+    return pa.table(columns)
 
 
 class SnapshotCollection:

@@ -21,6 +21,9 @@ from schemas.settings import Settings
 # Chroma caps a single write (the client says how much: `max_batch`); larger batches go in slices.
 MAX_BATCH = 4000
 SOURCES_PER_GET = 500  # sources per `$in` lookup of existing ids
+# records per `get` of a whole collection: Chroma's SQLite reads their metadata with one variable per
+# id, and a single get of 50,000 chunks failed with "too many SQL variables" (limit 32,766)
+GET_PAGE = 10_000
 DOC_TYPES = {"pdf": "pdf", "docx": "word", "doc": "word", "pptx": "powerpoint", "xlsx": "excel", "md": "markdown",
              "txt": "text", "html": "html", "htm": "html"}
 
@@ -151,5 +154,16 @@ def delete_source(col, source: str) -> int:
     return delete_ids(col, col.get(where={"source": source}, include=[])["ids"])
 
 
+def get_pages(col, include: list[str], page: int = GET_PAGE) -> Iterable[dict]:
+    """The whole collection, `page` records per `get` (Chroma's own order, stable while nobody writes)."""
+    offset = 0
+    while True:
+        got = col.get(include=include, limit=page, offset=offset)
+        yield got
+        if len(got["ids"]) < page:
+            return
+        offset += page
+
+
 def all_ids(col) -> set[str]:
-    return set(col.get(include=[])["ids"])
+    return {i for got in get_pages(col, include=[]) for i in got["ids"]}

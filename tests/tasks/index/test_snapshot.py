@@ -47,3 +47,30 @@ def test_snapshot_ties_at_the_kth_cosine_rank_by_id():
     assert got["ids"][0] == got["ids"][1] == ["b", "c", "d"]  # four rows tie at the top: the three first ids
     assert got["ids"][2][0] == "a"
     assert snap.query(query_embeddings=q[:1], n_results=3, where={"source": "x"})["ids"] == [["b", "c", "d"]]
+
+
+def test_a_collection_beyond_sqlites_variable_limit_is_exported_whole(tmp_path):
+    """A single `get` of every record with metadata fails past 32,766 records ("too many SQL
+    variables", seen publishing a 50,000-file ingest); the export reads pages and loses nothing."""
+    import pyarrow.parquet as pq
+    import pytest
+
+    settings = load_settings(tmp_path / "home")
+    col = vector_index.collection(settings, "big")
+    n = 33_000
+    vectors = np.random.default_rng(3).normal(size=(n, 4)).astype(np.float32)
+    for start in range(0, n, 5000):
+        part = range(start, min(n, start + 5000))
+        col.add(ids=[f"d{i % 7}.md_{i}" for i in part], embeddings=vectors[start:start + 5000],
+                metadatas=[{"source": f"d{i % 7}.md", "chunk_type": "text", "status": "active"} for i in part])
+    with pytest.raises(Exception, match="too many SQL variables"):  # what the export did before
+        col.get(include=["embeddings", "metadatas"])
+
+    path = tmp_path / "big.parquet"
+    snapshot.export_vectors(col, path)
+    table = pq.read_table(path)
+    assert table.num_rows == n and len(set(table.column("chunk_id").to_pylist())) == n
+    assert set(table.column("chunk_id").to_pylist()) == vector_index.all_ids(col)
+    got = dict(zip(table.column("chunk_id").to_pylist(), table.column("embedding").to_pylist()))
+    assert np.allclose(got[f"d{12345 % 7}.md_12345"], vectors[12345], atol=1e-6)
+    assert table.column("source").to_pylist()[:3] == [f"d{i % 7}.md" for i in range(3)]
