@@ -31,6 +31,7 @@
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -391,20 +392,20 @@ def release_freed_memory() -> None:
     to their own length give torch tensors of ever-different sizes, and glibc keeps what they freed:
     without this an ingest's RSS grew ~0.4 GB a minute while it embedded; trimmed after every tokenized
     group, the 10,000-file ingest peaked at 2.4 GB instead of 3.9 GB (bench/ingest_scale.py)."""
-    global _malloc_trim
-    if _malloc_trim is None:
-        import ctypes
-        import ctypes.util
-
-        try:
-            _malloc_trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
-        except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to trim this way
-            _malloc_trim = False
-    if _malloc_trim:
-        _malloc_trim(0)
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
-_malloc_trim = None
+@functools.cache
+def _malloc_trim():
+    import ctypes
+    import ctypes.util
+
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to trim this way
+        return None
 
 
 def _batch_of(features: dict, rows: list[int], n: int, width: int | None) -> dict:

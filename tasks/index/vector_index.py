@@ -154,15 +154,15 @@ def delete_source(col, source: str) -> int:
     return delete_ids(col, col.get(where={"source": source}, include=[])["ids"])
 
 
-def get_pages(col, include: list[str], page: int = GET_PAGE) -> Iterable[dict]:
-    """The whole collection, `page` records per `get` (Chroma's own order, stable while nobody writes)."""
+def get_pages(col, include: list[str]) -> Iterable[dict]:
+    """The whole collection, GET_PAGE records per `get` (Chroma's own order, stable while nobody writes)."""
     offset = 0
     while True:
-        got = col.get(include=include, limit=page, offset=offset)
+        got = col.get(include=include, limit=GET_PAGE, offset=offset)
         yield got
-        if len(got["ids"]) < page:
+        if len(got["ids"]) < GET_PAGE:
             return
-        offset += page
+        offset += GET_PAGE
 
 
 def all_ids(col) -> set[str]:

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import numpy as np
+import pyarrow.parquet as pq
+import pytest
 
 from schemas.settings import load_settings
 from tasks.index import snapshot, vector_index
@@ -52,9 +54,6 @@ def test_snapshot_ties_at_the_kth_cosine_rank_by_id():
 def test_a_collection_beyond_sqlites_variable_limit_is_exported_whole(tmp_path):
     """A single `get` of every record with metadata fails past 32,766 records ("too many SQL
     variables", seen publishing a 50,000-file ingest); the export reads pages and loses nothing."""
-    import pyarrow.parquet as pq
-    import pytest
-
     settings = load_settings(tmp_path / "home")
     col = vector_index.collection(settings, "big")
     n = 33_000
