@@ -24,6 +24,7 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
+from prefect.utilities.annotations import quote
 
 from flows.runners import BatchProgress, BatchTasks, batch_stages, final_state, min_batches, task_runner_for
 from schemas.chunk import chunks_path
@@ -103,11 +104,14 @@ def ingest(paths: list[str], kb: str, home: str | None = None, runner: str | Non
               stop.deferred(),  # a SIGTERM from here lets the batch being landed finish
               batch_stages(task_runner, BATCH_TASKS, batches, kb, settings, progress.parsed) as stages):
             stop.watch(getattr(stages, "pool", None))
+            if batches:
+                stream.start()  # the embedding model loads while the first batch parses
             for i in range(len(batches)):
                 prepared = stages.prepare(i)
-                errors = land_task(prepared, kb, run_id, settings, ledger.pipeline_key)
+                errors = land_task(quote(prepared), kb, run_id, settings, ledger.pipeline_key)
                 landed = ledger.batch(prepared, errors, stages.embedded(i))
-                stream.put(landed)  # embedded while the workers parse the next batches
+                stream.put(landed, {p.todo.src.source: p.chunked.rows for p in prepared  # embedded while the
+                                    if p.ok and p.chunked.rows is not None})  # workers parse the next batches
                 progress.batch(len(prepared), len(landed), stages.parsed_here)
                 if stop.requested.is_set():
                     break

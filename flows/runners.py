@@ -23,6 +23,7 @@ from typing import Any
 
 from prefect import Task, get_run_logger
 from prefect.context import FlowRunContext
+from prefect.utilities.annotations import quote
 
 from schemas.errors import ExtraNotInstalledError, InvalidValueError, NothingLandedError
 from schemas.settings import Settings
@@ -105,7 +106,8 @@ class Pooled:
 
     def prepare(self, i: int) -> list[Prepared]:
         self._submit_up_to(i + self.ahead)
-        prepared = self.tasks.collect(self.pool, self.batches[i], self.futures[i], self.settings)
+        # (quoted: Prefect would walk every file's record in search of futures of its own)
+        prepared = self.tasks.collect(self.pool, quote(self.batches[i]), quote(self.futures[i]), self.settings)
         self.futures[i] = []  # collected: the futures (and their results) go
         return prepared
 
@@ -123,7 +125,7 @@ class Inline:
         self.tasks, self.batches, self.kb, self.settings = tasks, batches, kb, settings
 
     def prepare(self, i: int) -> list[Prepared]:
-        return self.tasks.prepare(self.batches[i], self.kb, self.settings)
+        return self.tasks.prepare(quote(self.batches[i]), self.kb, self.settings)
 
     def embedded(self, i: int) -> int:
         return 0

@@ -296,6 +296,10 @@ class Embedder:
         self.query_prompt = pick_prompt(prompts, QUERY_PROMPT_NAMES)
         self.batch_size = batch_size
         self.encoded = 0
+        # torch's intra-op threads for the next batches, None = as many as the computing thread had at
+        # its first batch (set in `_forward`: OpenMP keeps the count per thread); `tasks.ingest.index_stream`
+        self.threads: int | None = None
+        self._usual_threads: int | None = None
         # the additive padding mask (`_additive_mask`) for an encoder run by sdpa/eager attention in its own dtype
         config = getattr(getattr(self.model[0], "auto_model", None), "config", None)
         additive = (self.precision != "bf16-autocast" and config is not None and not getattr(config, "is_decoder", False)
@@ -322,6 +326,10 @@ class Embedder:
         """One batch of tokenized features through the model's modules, computed in `precision`."""
         import torch
 
+        if self._usual_threads is None:
+            self._usual_threads = torch.get_num_threads()
+        if torch.get_num_threads() != (threads := self.threads or self._usual_threads):
+            torch.set_num_threads(threads)
         first, rest = self.model[0], list(self.model)[1:]
         autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.precision == "bf16-autocast")
         with torch.inference_mode(), autocast:

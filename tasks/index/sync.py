@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from schemas.arrow import from_table
@@ -29,7 +30,10 @@ from warehouse.chunks import chunk_files, chunk_ids_by_source, chunk_term_batche
 
 
 def read_chunks(path: Path) -> list[Chunk]:
-    return from_table(pq.read_table(path), Chunk)
+    """A document's chunks from its Parquet file (`ParquetFile`, not `read_table`: one file needs no
+    dataset discovery, which doubled the read, ~2.1 → 1.0 ms a one-chunk file)."""
+    with pq.ParquetFile(path) as f:
+        return from_table(f.read(), Chunk)
 
 
 @dataclass
@@ -69,6 +73,11 @@ class Indexer:
         return self._embedder
 
     @property
+    def loaded_embedder(self):
+        """The embedder if it was loaded (without loading it)."""
+        return self._embedder
+
+    @property
     def cache(self):
         if self._cache is None:
             from warehouse.embedding_cache import EmbeddingCache
@@ -82,17 +91,19 @@ class Indexer:
             self._collection = vector_index.collection(self.settings, self.kb)
         return self._collection
 
-    def index_documents(self, items: list[tuple[str, Path]]) -> dict[str, str]:
+    def index_documents(self, items: list[tuple[str, Path]], rows: dict[str, pa.Table] | None = None) -> dict[str, str]:
         """Index many documents: their chunks are embedded together in full batches (cache-aware) and
         upserted in large slices; each document's stale ids go after its new ids are in. A group that
-        fails is retried document by document, so one bad document fails alone. Returns {source:
+        fails is retried document by document, so one bad document fails alone. `rows`: the chunk
+        rows of some sources as written to their Parquet files (not read back). Returns {source:
         error} of the documents that failed; the others are appended to `self.indexed`."""
         errors: dict[str, str] = {}
         group: dict[str, list[Chunk]] = {}
         size = 0
+        rows = rows or {}
         for source, path in items:
             try:
-                chunks = read_chunks(path)
+                chunks = from_table(rows[source], Chunk) if source in rows else read_chunks(path)
             except Exception as exc:  # an unreadable or missing Parquet: this document only
                 errors[source] = _error(exc)
                 continue

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from schemas.arrow import to_table
 from schemas.chunk import Chunk, assign_ids, chunks_path
 from schemas.errors import EmptyDocumentError
 from schemas.settings import Settings
@@ -19,7 +20,7 @@ from tasks.ingest.discover import SourceFile
 from tasks.ingest.enrich import EnrichStats, build_semantic_content, enrich_chunks
 from tasks.ingest.headings import HeadingRules, assign_heading_levels, assign_section_paths
 from tasks.ingest.images import attach_captions, copy_images
-from tasks.ingest.land import LandedChunks, write_chunks
+from tasks.ingest.land import LandedChunks, write_chunk_rows
 from tasks.ingest.postprocess import ChunkingSettings, postprocess
 from tasks.ingest.tables import merge_cross_page_tables
 
@@ -76,6 +77,7 @@ def chunk_document(src: SourceFile, parsed_dir: Path, kb: str, settings: Setting
         raise EmptyDocumentError(str(src.path), f"no content to index: the parser found {n.items_total} items "
                                                 f"({n.dropped_empty} empty, {n.dropped_furniture} page furniture "
                                                 "dropped) and no text, table or image")
-    path = write_chunks(built.chunks, chunks_path(settings.chunks_dir, kb, src.md5))
+    rows = to_table(built.chunks, Chunk)
+    path = write_chunk_rows(rows, chunks_path(settings.chunks_dir, kb, src.md5))
     return LandedChunks(path, len(built.chunks), n.items_total, n.dropped_empty, n.dropped_furniture, n.dropped_ghost,
-                        built.enrichment.calls, built.enrichment.fallbacks)
+                        built.enrichment.calls, built.enrichment.fallbacks, rows)

@@ -5,9 +5,11 @@ files gone from the folders they were found in."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+
+import pyarrow as pa
 
 from schemas.arrow import to_table
 from schemas.chunk import Chunk, chunks_path
@@ -37,6 +39,9 @@ class LandedChunks:
     dropped_ghost: int
     enrich_calls: int = 0  # VLM/LLM requests made (0 when everything came from the cache)
     enrich_fallbacks: int = 0
+    # the rows as written, handed from the worker process to the index stream so that it does not read
+    # the file back (~2 ms a small file); landing reads the file, which checks it
+    rows: pa.Table | None = field(default=None, repr=False, compare=False)
 
 
 # Below this many bytes of chunk rows, a document's Parquet is written plain: zstd, statistics and
@@ -45,7 +50,10 @@ PLAIN_PARQUET_BYTES = 64 * 1024
 
 
 def write_chunks(chunks: list[Chunk], path: Path) -> Path:
-    table = to_table(chunks, Chunk)
+    return write_chunk_rows(to_table(chunks, Chunk), path)
+
+
+def write_chunk_rows(table: pa.Table, path: Path) -> Path:
     if table.nbytes < PLAIN_PARQUET_BYTES:
         return write_parquet(table, path, compression="none", write_statistics=False, use_dictionary=False)
     return write_parquet(table, path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -156,6 +157,24 @@ def test_paraphrase_query_ranks_its_passage_first(embedder):
     queries = {"我国的首都是哪座城市？": 0, "熊猫平时吃什么？": 3, "钱多久能退回到我的账户？": 5, "古人为什么要修建长城？": 2}
     scores = embedder.embed_queries(list(queries)) @ embedder.embed_passages(PASSAGES).T
     assert scores.argmax(axis=1).tolist() == list(queries.values())
+
+
+def test_threads_limit_the_computing_thread_and_none_gives_its_usual_count_back(embedder):
+    import torch
+
+    def encode(threads):
+        embedder.threads = threads
+        return embedder.embed_passages(PASSAGES[:3]), torch.get_num_threads()
+
+    with ThreadPoolExecutor(1) as worker:  # (the stream's thread; OpenMP counts are per thread)
+        usual = worker.submit(torch.get_num_threads).result()
+        try:
+            (one, one_threads), (again, again_threads) = worker.submit(encode, 1).result(), worker.submit(
+                encode, None).result()
+        finally:
+            embedder.threads = None
+    assert (one_threads, again_threads) == (1, usual)
+    np.testing.assert_allclose(one, again, atol=1e-5)  # the same vectors on one thread
 
 
 # ---------------------------------------------------------------- cache

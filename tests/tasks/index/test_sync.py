@@ -230,6 +230,23 @@ def test_a_failing_document_in_a_batch_fails_alone(home, monkeypatch):
     assert (indexer.summary.documents, indexer.summary.embedded) == (5, 6)
 
 
+def test_rows_handed_over_are_indexed_without_reading_their_file(home, monkeypatch):
+    import pyarrow.parquet as pq
+
+    from tasks.index import sync
+    from tasks.index.sync import Indexer
+
+    items = small_docs(home, 3)
+    rows = {source: pq.read_table(path) for source, path in items[:2]}
+    read = []
+    real_read = sync.read_chunks
+    monkeypatch.setattr(sync, "read_chunks", lambda path: read.append(path) or real_read(path))
+    indexer = Indexer(home, KB)
+    assert indexer.index_documents(items, rows) == {}
+    assert read == [items[2][1]]  # only the document whose rows did not come with it
+    assert chroma_ids(home) == {f"doc{i:02d}.md_0" for i in range(3)}
+
+
 def test_sync_indexes_reuses_an_indexer_and_reports_its_earlier_work(home):
     from tasks.index.sync import Indexer
 

@@ -70,6 +70,8 @@ def test_worker_processes_prepare_what_the_flow_process_would_and_a_slow_file_fa
     for a, b in zip(inline[:2], pooled[:2]):
         assert (a.chunked.chunk_count, a.parsed.key) == (b.chunked.chunk_count, b.parsed.key)
         assert pq.read_table(a.chunked.chunks_path).equals(pq.read_table(b.chunked.chunks_path))
+        with pq.ParquetFile(b.chunked.chunks_path) as written:  # the rows came back as written, for the index stream
+            assert b.chunked.rows.equals(written.read())
 
 
 def _prepared(settings, todo):
