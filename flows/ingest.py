@@ -39,7 +39,8 @@ from tasks.ingest.discover import discover
 from tasks.ingest.index_stream import IndexStream
 from tasks.ingest.land import remove_deleted, remove_sources
 from tasks.ingest.ledger import IngestLedger, IngestSummary
-from tasks.ingest.workers import Interruption, Prepared, collect_batch, land_batch, plan_batches, prepare_batch
+from tasks.ingest.workers import (Interruption, chunk_rows, collect_batch, embed_batch, land_batch, plan_batches,
+                                  prepare_batch)
 from warehouse import db
 
 # The pure functions of tasks/ as Prefect tasks (no cache: a file's stages are keyed by its MD5).
@@ -48,16 +49,7 @@ collect_task = task(collect_batch, name="parse-chunk", cache_policy=NO_CACHE)
 prepare_task = task(prepare_batch, name="parse-chunk", cache_policy=NO_CACHE)
 land_task = task(land_batch, name="land", cache_policy=NO_CACHE)
 remove_deleted_task = task(remove_deleted, name="remove-deleted", cache_policy=NO_CACHE)
-
-
-@task(name="embed", cache_policy=NO_CACHE)
-def embed_task(prepared: list[Prepared], model: str, settings: Settings) -> int:
-    """Put a batch's vectors into the shared embedding cache (on a Dask worker, which keeps its one
-    model in a module global: imported here, since this function reaches it by value); return how
-    many texts were encoded. The flow's index stage then finds them there instead of encoding."""
-    from tasks.index.sync import warm_embedding_cache
-
-    return sum(warm_embedding_cache(settings, p.chunked.chunks_path, model) for p in prepared if p.ok)
+embed_task = task(embed_batch, name="embed", cache_policy=NO_CACHE)  # on Dask workers
 
 
 @task(name="index", cache_policy=NO_CACHE)
@@ -100,18 +92,16 @@ def ingest(paths: list[str], kb: str, home: str | None = None, runner: str | Non
         ledger.planned(plan)
 
         batches = plan_batches(plan.todo, settings, min_batches(task_runner, settings))
-        with (BatchProgress(kb, len(plan.todo)) as progress, IndexStream(settings, kb, stop.requested) as stream,
+        with (BatchProgress(kb, len(plan.todo)) as progress,
+              IndexStream(settings, kb, stop.requested, load_early=bool(batches)) as stream,  # loads while parsing
               stop.deferred(),  # a SIGTERM from here lets the batch being landed finish
               batch_stages(task_runner, BATCH_TASKS, batches, kb, settings, progress.parsed) as stages):
             stop.watch(getattr(stages, "pool", None))
-            if batches:
-                stream.start()  # the embedding model loads while the first batch parses
             for i in range(len(batches)):
                 prepared = stages.prepare(i)
                 errors = land_task(quote(prepared), kb, run_id, settings, ledger.pipeline_key)
                 landed = ledger.batch(prepared, errors, stages.embedded(i))
-                stream.put(landed, {p.todo.src.source: p.chunked.rows for p in prepared  # embedded while the
-                                    if p.ok and p.chunked.rows is not None})  # workers parse the next batches
+                stream.put(landed, chunk_rows(prepared))  # embedded while the workers parse the next batches
                 progress.batch(len(prepared), len(landed), stages.parsed_here)
                 if stop.requested.is_set():
                     break

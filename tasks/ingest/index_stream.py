@@ -25,8 +25,9 @@ from tasks.index.sync import Indexer
 
 
 class IndexStream:
-    def __init__(self, settings: Settings, kb: str, stop: threading.Event | None = None):
-        self.settings, self.kb = settings, kb
+    def __init__(self, settings: Settings, kb: str, stop: threading.Event | None = None, load_early: bool = False):
+        """`load_early`: start the thread on entering, so the model loads while the first files parse."""
+        self.settings, self.kb, self.load_early = settings, kb, load_early
         self.stop = stop or threading.Event()
         self.indexer: Indexer | None = None
         self.errors: dict[str, str] = {}  # source → why it failed to index here
@@ -94,6 +95,8 @@ class IndexStream:
         return self.indexer
 
     def __enter__(self) -> IndexStream:
+        if self.load_early:
+            self.start()
         return self
 
     def __exit__(self, *exc) -> None:

@@ -28,6 +28,8 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import pyarrow as pa
+
 from schemas.errors import FileTimeLimitError, IngestInterruptedError, KbflowError
 from schemas.settings import Settings
 from tasks.ingest.chunk import chunk_document
@@ -53,6 +55,19 @@ class Prepared:
     @property
     def ok(self) -> bool:
         return self.chunked is not None
+
+
+def chunk_rows(prepared: list[Prepared]) -> dict[str, pa.Table]:
+    """Source → the chunk rows its worker wrote, for the files of a batch that have them."""
+    return {p.todo.src.source: p.chunked.rows for p in prepared if p.ok and p.chunked.rows is not None}
+
+
+def embed_batch(prepared: list[Prepared], model: str, settings: Settings) -> int:
+    """Put a batch's vectors into the shared embedding cache (on a Dask worker); how many texts were
+    encoded. The flow's index stage then finds them there instead of encoding."""
+    from tasks.index.sync import warm_embedding_cache  # torch and Chroma: not in the parsing processes
+
+    return sum(warm_embedding_cache(settings, p.chunked.chunks_path, model) for p in prepared if p.ok)
 
 
 def describe_failure(stage: str, exc: BaseException) -> tuple[str, str, str]:
