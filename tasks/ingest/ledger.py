@@ -298,20 +298,23 @@ class IngestLedger:
                                                          reason="file no longer found"))
 
     def indexed(self, index: IndexSummary | None, errors: dict[str, str]) -> None:
-        """The index stage's summary (None when the stage failed as a whole) and each document's error."""
+        """The index stage's summary (None when the stage failed as a whole) and each document's error
+        (`*`: every document), landed in DuckDB but missing from the indexes: the next run indexes them.
+        One warning per reason, not per document (a 50,000-file run without its model logs one line)."""
         if index is not None:
             index.embedded += self.summary.index.embedded  # encoded on the Dask workers
             self.summary.index = index
+        by_reason: dict[str, list[str]] = {}
         for source, reason in errors.items():
-            self.index_failed(source, reason)
-
-    def index_failed(self, source: str, reason: str) -> None:
-        """Landed in DuckDB, missing from the indexes (`*`: every document); the next run indexes it."""
-        self.log.warning("%s: not indexed: %s", source, reason)
-        self.failures.append(IngestFailure(self.run.run_id, self.kb, source, "", "index", reason.split(":", 1)[0],
-                                           reason, _now()))
+            by_reason.setdefault(reason, []).append(source)
+            self.failures.append(IngestFailure(self.run.run_id, self.kb, source, "", "index",
+                                               reason.split(":", 1)[0], reason, _now()))
+        for reason, sources in by_reason.items():
+            more = f" and {len(sources) - 1} more document(s)" if len(sources) > 1 else ""
+            self.log.warning("%s%s: not indexed: %s", sources[0], more, reason)
         for outcome in self.summary.outcomes:
-            if outcome.status in ("landed", "skipped") and source in (outcome.source, "*"):
+            reason = errors.get(outcome.source, errors.get("*"))
+            if reason is not None and outcome.status in ("landed", "skipped"):
                 outcome.reason = f"not indexed: {reason}"
 
     def finish(self, interrupted: bool = False) -> IngestRun:

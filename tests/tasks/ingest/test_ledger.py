@@ -172,6 +172,24 @@ def test_landed_files_removals_and_index_errors(tmp_path, ledger, caplog):
         ("c.md", "index", "ValueError"), ("*", "index", "RuntimeError")]
 
 
+def test_documents_not_indexed_for_one_reason_log_one_line(settings, tmp_path, ledger, caplog):
+    ledger.open()
+    sources = [_src(tmp_path / f"{i}.md", f"{i}.md", str(i)) for i in range(3)]
+    ledger.discovered(Discovery(sources=sources, rejected=[]))
+    ledger.planned(mf.Plan(todo=[mf.Todo(s, mf.ADDED) for s in sources]))
+    for s in sources:
+        ledger.landed(mf.Todo(s, mf.ADDED), _parsed(s.md5), _chunked(tmp_path / f"{s.md5}.parquet", 1, calls=0))
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger=LOG):
+        ledger.indexed(IndexSummary(), {"0.md": "OSError: disk full", "1.md": "OSError: disk full",
+                                        "2.md": "ValueError: bad vector"})
+    assert _messages(caplog) == ["0.md and 1 more document(s): not indexed: OSError: disk full",
+                                 "2.md: not indexed: ValueError: bad vector"]
+    assert [o.reason for o in ledger.summary.outcomes] == [
+        "not indexed: OSError: disk full", "not indexed: OSError: disk full", "not indexed: ValueError: bad vector"]
+    assert [f.path for f in ledger.failures] == ["0.md", "1.md", "2.md"]
+
+
 def test_finish_counts_the_outcomes_into_the_run_row(settings, tmp_path, ledger, caplog):
     ledger.open()
     a, b = _src(tmp_path / "a.md", "a.md", "A"), _src(tmp_path / "b.md", "b.md", "B")
