@@ -99,30 +99,35 @@ class Indexer:
         error} of the documents that failed; the others are appended to `self.indexed`."""
         errors: dict[str, str] = {}
         group: dict[str, list[Chunk]] = {}
-        size = 0
-        rows = rows or {}
-        for source, path in items:
-            try:
-                chunks = from_table(rows[source], Chunk) if source in rows else read_chunks(path)
-            except Exception as exc:  # an unreadable or missing Parquet: this document only
-                errors[source] = _error(exc)
-                continue
-            group.pop(source, None)  # the same source twice: its last version counts
-            group[source] = chunks
-            size += len(chunks)
-            if size >= self.GROUP_CHUNKS:
+        size, n, rows = 0, 0, rows or {}
+        try:
+            for n, (source, path) in enumerate(items):
+                try:
+                    chunks = from_table(rows[source], Chunk) if source in rows else read_chunks(path)
+                except Exception as exc:  # an unreadable or missing Parquet: this document only
+                    errors[source] = _error(exc)
+                    continue
+                group.pop(source, None)  # the same source twice: its last version counts
+                group[source] = chunks
+                size += len(chunks)
+                if size >= self.GROUP_CHUNKS:
+                    errors.update(self._index_group(group))
+                    group, size = {}, 0
+            if group:
                 errors.update(self._index_group(group))
-                group, size = {}, 0
-        if group:
-            errors.update(self._index_group(group))
+        except EmbeddingModelError as exc:  # no model: this group and the rest fail alike, the rest unread
+            reason = _error(exc)  # (a 50,000-file run without its model read every file only to fail it)
+            errors.update({source: reason for source in [*group, *(s for s, _ in items[n + 1:])]})
         return errors
 
     def _index_group(self, group: dict[str, list[Chunk]]) -> dict[str, str]:
         try:
             self._index(group)
             return {}
+        except EmbeddingModelError:
+            raise  # every document alike: `index_documents` fails them all
         except Exception as exc:
-            if len(group) == 1 or isinstance(exc, EmbeddingModelError):  # no model: every document alike
+            if len(group) == 1:
                 return {source: _error(exc) for source in group}
         errors: dict[str, str] = {}
         for source, chunks in group.items():  # per document: vectors already encoded come from the cache

@@ -247,6 +247,22 @@ def test_rows_handed_over_are_indexed_without_reading_their_file(home, monkeypat
     assert chroma_ids(home) == {f"doc{i:02d}.md_0" for i in range(3)}
 
 
+def test_without_a_model_every_document_fails_alike_and_the_rest_are_not_read(home, monkeypatch):
+    from tasks.index import sync
+    from tasks.index.sync import Indexer
+
+    items = small_docs(home, 5)
+    read = []
+    real_read = sync.read_chunks
+    monkeypatch.setattr(sync, "read_chunks", lambda path: read.append(path) or real_read(path))
+    monkeypatch.setattr(Indexer, "GROUP_CHUNKS", 2)
+    indexer = Indexer(home.replace(embedding_model=str(home.home / "no-such-model")), KB)
+    errors = indexer.index_documents(items)
+    assert sorted(errors) == [s for s, _ in items] and indexer.indexed == []
+    assert all(e.startswith("EmbeddingModelError") and "no-such-model" in e for e in errors.values())
+    assert read == [items[0][1], items[1][1]]  # the first group's: the model failed it, the others stayed unread
+
+
 def test_sync_indexes_reuses_an_indexer_and_reports_its_earlier_work(home):
     from tasks.index.sync import Indexer
 
