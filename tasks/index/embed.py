@@ -408,10 +408,10 @@ def release_freed_memory() -> None:
 @functools.cache
 def _malloc_trim():
     import ctypes
-    import ctypes.util
 
-    try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    try:  # the process's own symbols, which hold libc's (`ctypes.util.find_library` would run `ldconfig`
+        # in a child that counts as big as this process: the bench's "largest child" of 1.7-1.9 GB)
+        return ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to trim this way
         return None
 
