@@ -39,7 +39,7 @@ from tasks.ingest.discover import discover
 from tasks.ingest.index_stream import IndexStream
 from tasks.ingest.land import remove_deleted, remove_sources
 from tasks.ingest.ledger import IngestLedger, IngestSummary
-from tasks.ingest.workers import (Interruption, chunk_rows, collect_batch, embed_batch, land_batch, plan_batches,
+from tasks.ingest.workers import (Interruption, batch_rows, collect_batch, embed_batch, land_batch, plan_batches,
                                   prepare_batch)
 from warehouse import db
 
@@ -101,7 +101,7 @@ def ingest(paths: list[str], kb: str, home: str | None = None, runner: str | Non
                 prepared = stages.prepare(i)
                 errors = land_task(quote(prepared), kb, run_id, settings, ledger.pipeline_key)
                 landed = ledger.batch(prepared, errors, stages.embedded(i))
-                stream.put(landed, chunk_rows(prepared))  # embedded while the workers parse the next batches
+                stream.put(landed, batch_rows(prepared))  # embedded while the workers parse the next batches
                 progress.batch(len(prepared), len(landed), stages.parsed_here)
                 if stop.requested.is_set():
                     break

@@ -91,19 +91,22 @@ class Indexer:
             self._collection = vector_index.collection(self.settings, self.kb)
         return self._collection
 
-    def index_documents(self, items: list[tuple[str, Path]], rows: dict[str, pa.Table] | None = None) -> dict[str, str]:
+    def index_documents(self, items: list[tuple[str, Path]], rows: pa.Table | None = None) -> dict[str, str]:
         """Index many documents: their chunks are embedded together in full batches (cache-aware) and
         upserted in large slices; each document's stale ids go after its new ids are in. A group that
-        fails is retried document by document, so one bad document fails alone. `rows`: the chunk
-        rows of some sources as written to their Parquet files (not read back). Returns {source:
+        fails is retried document by document, so one bad document fails alone. `rows`: chunk rows
+        of some of the sources as written to their Parquet files (not read back). Returns {source:
         error} of the documents that failed; the others are appended to `self.indexed`."""
         errors: dict[str, str] = {}
         group: dict[str, list[Chunk]] = {}
-        size, n, rows = 0, 0, rows or {}
+        handed: dict[str, list[Chunk]] = {}
+        for chunk in from_table(rows, Chunk) if rows is not None else []:
+            handed.setdefault(chunk.source, []).append(chunk)
+        size, n = 0, 0
         try:
             for n, (source, path) in enumerate(items):
                 try:
-                    chunks = from_table(rows[source], Chunk) if source in rows else read_chunks(path)
+                    chunks = handed[source] if source in handed else read_chunks(path)
                 except Exception as exc:  # an unreadable or missing Parquet: this document only
                     errors[source] = _error(exc)
                     continue

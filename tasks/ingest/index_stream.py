@@ -31,7 +31,7 @@ class IndexStream:
         self.stop = stop or threading.Event()
         self.indexer: Indexer | None = None
         self.errors: dict[str, str] = {}  # source → why it failed to index here
-        self._queue: queue.Queue[tuple[list[tuple[str, Path]], dict[str, pa.Table]] | None] = queue.Queue()
+        self._queue: queue.Queue[tuple[list[tuple[str, Path]], list[pa.Table]] | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._parsing = True  # until `close`: the embedder computes on one thread
         self._threads_lock = threading.Lock()
@@ -42,12 +42,12 @@ class IndexStream:
             self._thread = threading.Thread(target=self._run, name="kbflow-index-stream", daemon=True)
             self._thread.start()
 
-    def put(self, landed: list[tuple[str, Path]], rows: dict[str, pa.Table] | None = None) -> None:
+    def put(self, landed: list[tuple[str, Path]], rows: pa.Table | None = None) -> None:
         """Index these landed documents (source, chunks Parquet) as soon as the thread is free; `rows`:
-        the chunk rows of some of them, as written (`LandedChunks.rows`), which need no reading back."""
+        the chunk rows of some of them, as written (`batch_rows`), which need no reading back."""
         if landed:
             self.start()
-            self._queue.put((landed, rows or {}))
+            self._queue.put((landed, [] if rows is None else [rows]))
 
     def _load(self) -> None:
         self.indexer = self.indexer or Indexer(self.settings, self.kb)
@@ -74,12 +74,12 @@ class IndexStream:
                 if more is None:
                     closing = True
                     break
-                items, rows = items + more[0], {**rows, **more[1]}
+                items, rows = items + more[0], rows + more[1]
             if self.stop.is_set():
                 continue  # stopping: DuckDB holds them, the next run indexes them
             try:
                 self._load()
-                self.errors.update(self.indexer.index_documents(items, rows))
+                self.errors.update(self.indexer.index_documents(items, pa.concat_tables(rows) if rows else None))
             except Exception as exc:  # the whole batch (e.g. no embedding model): the index stage retries
                 self.errors.update({source: f"{type(exc).__name__}: {exc}"[:500] for source, _ in items})
 

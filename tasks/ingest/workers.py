@@ -57,9 +57,11 @@ class Prepared:
         return self.chunked is not None
 
 
-def chunk_rows(prepared: list[Prepared]) -> dict[str, pa.Table]:
-    """Source → the chunk rows its worker wrote, for the files of a batch that have them."""
-    return {p.todo.src.source: p.chunked.rows for p in prepared if p.ok and p.chunked.rows is not None}
+def batch_rows(prepared: list[Prepared]) -> pa.Table | None:
+    """The chunk rows the workers wrote for a batch's files, as one table: a file's own table held
+    ~45 KB for its ~2.5 KB of rows, and 40,000 documents waiting to be embedded took 1.8 GB."""
+    tables = [p.chunked.rows for p in prepared if p.ok and p.chunked.rows is not None]
+    return pa.concat_tables(tables).combine_chunks() if tables else None
 
 
 def embed_batch(prepared: list[Prepared], model: str, settings: Settings) -> int:

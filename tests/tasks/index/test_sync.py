@@ -231,13 +231,14 @@ def test_a_failing_document_in_a_batch_fails_alone(home, monkeypatch):
 
 
 def test_rows_handed_over_are_indexed_without_reading_their_file(home, monkeypatch):
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     from tasks.index import sync
     from tasks.index.sync import Indexer
 
     items = small_docs(home, 3)
-    rows = {source: pq.read_table(path) for source, path in items[:2]}
+    rows = pa.concat_tables([pq.read_table(path) for _, path in items[:2]])
     read = []
     real_read = sync.read_chunks
     monkeypatch.setattr(sync, "read_chunks", lambda path: read.append(path) or real_read(path))

@@ -24,14 +24,15 @@ class HeldIndexer:
 
     def index_documents(self, items, rows):
         self.calls.append([source for source, _ in items])
-        self.rows.append(sorted(rows))
+        self.rows.append([] if rows is None else sorted(rows.column("source").to_pylist()))
         self.threads_seen.append(self.embedder.threads)
         self.started.set()
         self.release.wait(10)
         return {f"{source}": "bad" for source, _ in items if source.startswith("bad")}
 
 
-ROWS = pa.table({"content": ["x"]})
+def rows(*sources: str) -> pa.Table:
+    return pa.table({"source": list(sources), "content": ["x"] * len(sources)})
 
 
 def landed(*names: str) -> list[tuple[str, Path]]:
@@ -43,9 +44,9 @@ def test_batches_queued_while_one_is_indexed_are_indexed_together(tmp_path):
     stream.indexer = indexer = HeldIndexer()
     stream.put(landed("a1", "a2"))
     assert indexer.started.wait(10)
-    stream.put(landed("b1"), {"b1": ROWS})  # these land while "a" is embedded
+    stream.put(landed("b1"), rows("b1"))  # these land while "a" is embedded
     stream.put(landed("c1", "bad-c2"))
-    stream.put(landed("d1"), {"d1": ROWS})
+    stream.put(landed("d1"), rows("d1"))
     indexer.release.set()
     stream.close(timeout=10)
     assert indexer.calls == [["a1", "a2"], ["b1", "c1", "bad-c2", "d1"]]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from schemas.chunk import chunks_path
@@ -72,6 +73,10 @@ def test_worker_processes_prepare_what_the_flow_process_would_and_a_slow_file_fa
         assert pq.read_table(a.chunked.chunks_path).equals(pq.read_table(b.chunked.chunks_path))
         with pq.ParquetFile(b.chunked.chunks_path) as written:  # the rows came back as written, for the index stream
             assert b.chunked.rows.equals(written.read())
+    batch = workers.batch_rows(pooled)  # the batch's rows as one table, the failed file's absent
+    assert batch.column("source").num_chunks == 1  # combined: the files' own small tables can be freed
+    assert batch.equals(pa.concat_tables([b.chunked.rows for b in pooled[:2]]))
+    assert workers.batch_rows([timed_out]) is None
 
 
 def _prepared(settings, todo):
