@@ -173,12 +173,13 @@ class ChunkRef:
 def gold_chunk_sets(questions: Sequence[Question], chunks: Sequence[ChunkRef]) -> dict[str, frozenset[str]]:
     """qid → its gold chunk ids, for every labelled question: the listed `gold_chunk_ids` and the
     KB chunks `Question.is_gold` accepts (gold sources within gold pages, gold passage ids)."""
-    by_name: dict[str, list[ChunkRef]] = defaultdict(list)  # source and file stem → chunks
+    by_name: dict[str, list[ChunkRef]] = defaultdict(list)  # source, its trailing parts, file stem → chunks
     for c in chunks:
-        by_name[c.source].append(c)
-        stem = PurePosixPath(c.source).stem
-        if stem != c.source:
-            by_name[stem].append(c)
+        parts = PurePosixPath(c.source).parts
+        # a gold source may name the file by its trailing folders and name (Question.is_gold)
+        names = {str(PurePosixPath(*parts[i:])) for i in range(len(parts))} | {c.source, PurePosixPath(c.source).stem}
+        for name in names:
+            by_name[name].append(c)
     out = {}
     for q in questions:
         if not q.labelled:

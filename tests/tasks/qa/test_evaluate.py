@@ -115,6 +115,20 @@ def test_gold_chunk_sets_follow_is_gold_on_chunk_metadata():
     assert "unlabelled" not in gold
 
 
+def test_gold_chunk_sets_match_a_source_by_its_trailing_folders_and_name():
+    # the KB root was ../shared/data/docs: sources are "zh_pdf/report.pdf"; a question set names "report.pdf"
+    chunks = [ChunkRef("zh_pdf/report.pdf_0", "zh_pdf/report.pdf", 5, 5),
+              ChunkRef("zh_pdf/report.pdf_1", "zh_pdf/report.pdf", 6, 6),
+              ChunkRef("other/report.pdf.md_0", "other/report.pdf.md", 5, 5)]
+    questions = [Question("name", "q", gold_sources=["report.pdf"], gold_pages=[5]),
+                 Question("folder", "q", gold_sources=["zh_pdf/report.pdf"]),
+                 Question("wrong-folder", "q", gold_sources=["en/report.pdf"])]
+    gold = gold_chunk_sets(questions, chunks)
+    assert gold["name"] == {"zh_pdf/report.pdf_0"}
+    assert gold["folder"] == {"zh_pdf/report.pdf_0", "zh_pdf/report.pdf_1"}
+    assert gold["wrong-folder"] == frozenset()
+
+
 def _run(**overrides) -> QARun:
     values = dict(run_id="r1", kb="kb", flow_run_id="", questions_path="/q.jsonl", out_path="", mode="hybrid",
                   started_at=datetime.now(timezone.utc), finished_at=None, status="completed", questions=5,
