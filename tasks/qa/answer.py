@@ -27,14 +27,16 @@ from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import NamedTuple
 
 from schemas.chunk import TABLE
 from schemas.errors import LLMError
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, QAResult, Question
 from schemas.settings import Settings
 from tasks.qa.context import Context
-from tasks.qa.extract import answers_what_is_asked, shortest_clause, table_cell, terms
-from tasks.common.text import bigram_hit_rate, bigrams, clean_text
+from tasks.qa.extract import answers_what_is_asked, focus, shortest_clause, table_cell, terms
+from tasks.common.text import bigram_hit_rate, bigrams, clean_text, tokenize
 from tasks.qa.types import Retrieval, evidence_text
 
 # seed 001 §8.2, with the citation form made explicit (our refs are chunk ids, not numbers)
@@ -68,9 +70,13 @@ _LATIN = re.compile(r"[A-Za-z]")
 _REF = re.compile(r"\[\s*ref\s*[:：]\s*([^\[\]]*?)\s*\]", re.IGNORECASE)
 _NUMBER_MARKS = re.compile(r"\[\d+(?:\s*[,，、]\s*\d+)*\]")
 _SENTENCE_END = re.compile(r"(?<=[。！？!?；;])|\n+|(?<=[.!?])\s+(?=[A-Z0-9\"'])")
+# a sentence that continues the one before: it opens with a pronoun, or (Chinese) with no subject at all
+_PRONOUN_START = re.compile(r"^(?:(?:It|Its|This|These|They|Their|He|She|His|Her)\b|[它其他她]|由|并且|并|且|也|还)")
 MAX_SENTENCE_CHARS = 400
 MIN_SENTENCE_CHARS = 6  # shorter "sentences" are headings and labels
 _TOC_LINE = re.compile(r"[.．·…]{4,}\s*[0-9]*\s*$")  # a table-of-contents entry ("1.4.4 最大脉冲…..... 10")
+FOCUS_WEIGHT = 2.0  # a question term naming what is asked (tasks.qa.extract.focus) weighs this much more
+LABEL_BONUS = 0.2  # a sentence giving what is asked about as "label: value" (as a named table cell gets 0.1)
 SECOND_UNIT_RATIO = 0.5  # a unit holding the asked number is added if it scores >= this x the best
 
 
@@ -179,8 +185,33 @@ def without_citations(answer: str) -> str:
     return _REF.sub(" ", answer)
 
 
+# A PDF text layer breaks lines where the page ended them, mid-sentence ("不得超过主合同标的额的\n
+# 百分之二十"): a line break is a wrap when the line before is long, does not end a sentence or a
+# label, and the next line does not start an item ("第五条", "（一）", "2.", "- ").
+WRAP_MIN_LINE_CHARS = 15
+_ENDS_SENTENCE = re.compile(r"[。！？!?；;：:」』”）)]\s*$")
+_STARTS_ITEM = re.compile(r"^\s*(?:第[零一二三四五六七八九十百千0-9]+[编章节条款]|[（(][一二三四五六七八九十0-9]+[)）]"
+                          r"|[一二三四五六七八九十]+[、.]|[0-9]+(?:\.[0-9]+)*[.、)）\s]|[-*•·]\s|#)")
+
+
+def unwrap_lines(text: str) -> str:
+    """`text` with wrapped lines joined (CJK without a space, Latin words with one)."""
+    lines = (text or "").split("\n")
+    out = [lines[0]]
+    for line in lines[1:]:
+        prev = out[-1]
+        wrapped = (len(prev.strip()) >= WRAP_MIN_LINE_CHARS and line.strip() and not _ENDS_SENTENCE.search(prev)
+                   and " | " not in prev and " | " not in line and not _STARTS_ITEM.match(line))
+        if wrapped:
+            cjk = _CJK_CHAR.match(line.lstrip()) or _CJK_CHAR.search(prev.rstrip()[-1:])
+            out[-1] = prev.rstrip() + ("" if cjk else " ") + line.lstrip()
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
 def sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE_END.split(text or "") if s and s.strip()]
+    return [s.strip() for s in _SENTENCE_END.split(unwrap_lines(text)) if s and s.strip()]
 
 
 def evidence_units(chunk) -> list[str]:
@@ -191,7 +222,11 @@ def evidence_units(chunk) -> list[str]:
         rows = [line for line in lines if " | " in line and not set(line) <= set("|-: ")]
         if len(rows) > 1:
             return [f"{rows[0]}：{row}" for row in rows[1:]]
-    return sentences(evidence_text(chunk))
+    units = sentences(evidence_text(chunk))
+    # a sentence opening with a pronoun ("It featured early examples of cut, copy, and paste.") or with
+    # no subject ("由 zepinglee 开发") names its subject in the sentence before: quoted together
+    return [f"{units[i - 1]}{'' if _CJK_CHAR.match(u) else ' '}{u}" if i and _PRONOUN_START.match(u) else u
+            for i, u in enumerate(units)]
 
 
 def _table_unit(question: str, chunk) -> tuple[str, str, bool] | None:
@@ -221,11 +256,45 @@ def _document_terms(question_terms: set[str], context: Context) -> dict[str, set
     return {source: found - common - in_tables for source, found in held.items()}
 
 
+class _Unit(NamedTuple):
+    """An evidence unit an extractive answer may quote: a sentence, a table row, or a table cell."""
+
+    terms: frozenset[str]  # what matches the question: its terms (a cell: its label, header, document)
+    words: frozenset[str]  # the same as jieba words
+    bonus: float  # a cell naming the column too: +0.1; a restated question: -1 (scored a quarter)
+    credit: float  # a little of the chunk's own score
+    order: int  # the chunk's place in the context
+    pos: int  # the unit's place in its chunk
+    text: str  # what is quoted
+    chunk_id: str
+    sentence: bool  # a sentence (may be cut to its clause), not a table unit
+
+
+@lru_cache(maxsize=65536)  # a batch reads the same chunks' sentences for many questions
+def words(text: str) -> frozenset[str]:
+    """The jieba words of `text` (BM25's tokenizer: no stop words, numbers kept)."""
+    return frozenset(tokenize(text))
+
+
+def _shares(query: set[str] | frozenset[str], found: Sequence[frozenset[str]], focused: frozenset[str]):
+    """A function giving the share of `query`'s terms a unit holds, each term weighted by how rare
+    it is among the units (a term every unit shares, the product name, decides nothing), and
+    doubled when it names what is asked (`focused`)."""
+    df = Counter(t for f in found for t in f & query)
+    weight = {t: math.log(1.0 + (len(found) + 1) / (1 + df[t])) * (FOCUS_WEIGHT if t in focused else 1.0)
+              for t in query}
+    total = sum(weight.values()) or 1.0
+    return lambda shared: sum(weight[t] for t in shared) / total
+
+
 def extractive_answer(question: str, context: Context, settings: Settings) -> Answer | None:
     """The evidence units that hold most of the question's terms (`tasks.qa.extract.terms`: CJK
-    bigrams, English words, numbers), each term weighted by how rare it is among the context's
-    units (a term every unit shares, the product name, decides nothing), with a little credit for
-    the chunk's own score, best first, each followed by its chunk's ref; a unit must hold
+    bigrams, English words, numbers) and of its jieba words (the mean of both shares), each term
+    weighted by how rare it is among the context's units (a term every unit shares, the product
+    name, decides nothing) and each word naming what is asked (`tasks.qa.extract.focus`) doubled,
+    +LABEL_BONUS for a sentence stating it as "label: value", with a little credit for the chunk's
+    own score, best first, each followed by its chunk's ref; sentences are read with PDF line wraps
+    joined, and one opening with a pronoun or no subject is quoted with the one before; a unit must hold
     `extractive_min_overlap` of the question's terms, else None. A table answers with the cell the
     question names (`tasks.qa.extract.table_cell`: "row — column: value"; +0.1 when it names the
     column too: row and column named is the strongest evidence there is; a cell also holds the
@@ -241,32 +310,42 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     a = settings.answer
     best_score = max((c.score for c in context.chunks), default=0.0) or 1.0
     entity = _document_terms(q, context)
-    units = []  # (terms of what is matched, bonus, credit, order, position, text shown, chunk id, a sentence?)
+    qw = words(question)
+    units: list[_Unit] = []
     for order, c in enumerate(context.chunks):
         headings = {clean_text(h) for h in c.chunk.section_path.split(" > ") + [c.chunk.title] if h}
         credit = 0.1 * c.score / best_score
         cell = _table_unit(question, c.chunk) if a.extractive_table_cells and c.chunk.chunk_type == TABLE \
             else None
         if cell is not None:  # a cell never names whose table it is: its document does ("比亚迪")
-            units.append((terms(cell[0]) | entity.get(c.source, set()), 0.1 if cell[2] else 0.0, credit, order, 0,
-                          cell[1], c.chunk_id, False))
+            held = entity.get(c.source, set())
+            named_words = words(cell[0]) | {w for w in qw if terms(w) and terms(w) <= held}
+            units.append(_Unit(terms(cell[0]) | held, named_words, 0.1 if cell[2] else 0.0, credit, order, 0,
+                               cell[1], c.chunk_id, False))
             continue
         for pos, unit in enumerate(evidence_units(c.chunk)):
             cleaned = clean_text(unit)
             if len(cleaned) < MIN_SENTENCE_CHARS or cleaned in headings or _TOC_LINE.search(unit):
                 continue
             restated = unit.endswith(("？", "?")) or unit.startswith(("问：", "问:", "Q:"))
-            units.append((terms(unit), -1.0 if restated else 0.0, credit, order, pos, unit, c.chunk_id,
-                          c.chunk.chunk_type != TABLE))
-    df = Counter(t for u in units for t in u[0] & q)
-    weight = {t: math.log(1.0 + (len(units) + 1) / (1 + df[t])) for t in q}
-    total = sum(weight.values())
+            units.append(_Unit(terms(unit), words(unit), -1.0 if restated else 0.0, credit, order, pos, unit,
+                               c.chunk_id, c.chunk.chunk_type != TABLE))
+    # bigrams match across word boundaries ("自然人下落" → "人下"), so a unit is also scored on the
+    # question's words ("死亡" decides between the articles on 失踪 and on 死亡, where bigrams tie), those
+    # naming what is asked counting double ("存货周转天数" of "…的存货周转天数是多少天")
+    bigram_share = _shares(q, [u.terms for u in units], frozenset())
+    about = focus(question)
+    word_share = _shares(qw, [u.words for u in units], words(about))
+    # "主管会计工作负责人:周亚琳": a unit stating the asked-about thing as a label with its value
+    labelled = re.compile(re.escape(about) + r"\s*[:：]\s*\S") if len(about) >= 2 else None
     scored = []
-    for found, bonus, credit, order, pos, unit, chunk_id, sentence in units:
+    for found, found_words, bonus, credit, order, pos, unit, chunk_id, sentence in units:
         shared = found & q
         if len(shared) / len(q) < a.extractive_min_overlap:
             continue
-        hit = sum(weight[t] for t in shared) / total
+        hit = (bigram_share(shared) + word_share(found_words & qw)) / 2 if qw else bigram_share(shared)
+        if labelled is not None and sentence and labelled.search(unit):
+            hit += LABEL_BONUS
         hit = hit * 0.25 if bonus < 0 else hit + bonus  # a restated question holds every term: a quarter
         if a.extractive_clauses and sentence:
             unit = shortest_clause(question, unit)

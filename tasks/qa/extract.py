@@ -9,7 +9,12 @@ clause of a sentence that carries the answer.
   "营业总收入" for "营业收入是多少") and the column whose header it names (terms, and numbers: a
   year "2024", "2025/3/31" vs "2025年3月31日"; "期末余额" vs "期初余额") give
   "row — column: value". When the question names no column, every value of the row is given
-  with its header ("row — h1: v1；h2: v2").
+  with its header ("row — h1: v1；h2: v2"). A header row of colspans (" | ImageNet-LT | Places-LT")
+  is spread over the columns under it and joined with its sub-header ("ImageNet-LT F-measure"). A
+  form with no header row ("姓名 | MinerU | 曾用名 | …") answers with the value beside the named
+  field (`form_cell`).
+- `focus`: the words a Chinese question asks about (before "是多少", "是谁", …); `cjk_numbers`:
+  numbers in Chinese numerals, which answer "几年" / "多少周岁" as digits do.
 - `shortest_clause`: the sentence's clauses (split at ，；: and the like); the one holding most of the
   question's terms, widened by its neighbour when it says nothing the question did not.
 
@@ -33,11 +38,13 @@ _HAS_DIGIT = re.compile(r"[0-9]")
 # which lists words in English ("cut, copy, and paste") and groups digits ("129,800,000")
 _CLAUSE_END = re.compile(r"(?<=[，；：])|(?<=[;:])(?![0-9])|(?<=[^0-9][;:])")
 # the question asks for a number, a date or a time: the clause that answers it holds a digit
-_ASKS_NUMBER = re.compile(r"多少|几[个年月天日次岁人项条种]|how many|how much", re.IGNORECASE)
+_ASKS_NUMBER = re.compile(r"多少|几[个年月天日次岁人项条种周倍]|多大|多长|how many|how much", re.IGNORECASE)
 _ASKS_DATE = re.compile(r"哪一?年|哪一?天|哪个月|何时|什么时候|日期|which year|what year|what date|when",
                         re.IGNORECASE)
 _DATE = re.compile(r"[0-9]+\s*[年月日]|[0-9]{4}\s*[-/.]\s*[0-9]{1,2}|\b(?:1[5-9]|20)[0-9]{2}\b")
 _NUMBER = re.compile(r"[0-9]+")
+_CJK_DIGITS = "零〇一二两三四五六七八九十百千万亿"
+_CJK_NUMBER = re.compile(rf"(?<![第{_CJK_DIGITS}])((?:百分之)?[{_CJK_DIGITS}]{{2,}}|[{_CJK_DIGITS}](?=[年月日天周岁个次倍人名项条元]))")
 _NUMBERING = re.compile(r"^(?:no\.?|序号|[0-9]+(?:\.[0-9]+)*\.?)$", re.IGNORECASE)
 # words that ask rather than name: never evidence that a row or column was meant
 _ASKING = {"什么", "多少", "哪些", "哪个", "是多", "少元", "为多", "是什", "有哪", "how", "much", "many", "what",
@@ -108,21 +115,41 @@ def _blocks(grid: list[list[str]]) -> list[tuple[list[str], list[list[str]]]]:
     rows: list[list[str]] = []
     for row in grid:
         starts_block = not _value_row(row) and not row[0] and sum(bool(c) for c in row[1:]) >= 2
-        if not header_rows or (not rows and not row[0] and not _value_row(row)) or (rows and starts_block):
+        # under a header row of colspans (" | ImageNet-LT | Places-LT"), a wider value-less row is its
+        # sub-header even with a first cell ("Method | Many | … | F-measure")
+        sub_header = bool(header_rows) and len(row) > len(header_rows[-1]) and not _value_row(row)
+        if not header_rows or (not rows and (sub_header or not row[0]) and not _value_row(row)) \
+                or (rows and starts_block):
             if rows:
-                blocks.append((_join_headers(header_rows), rows))
+                blocks.append((_join_headers(header_rows, _width(rows)), rows))
                 header_rows, rows = [], []
             header_rows.append(row)
         else:
             rows.append(row)
     if rows:
-        blocks.append((_join_headers(header_rows), rows))
+        blocks.append((_join_headers(header_rows, _width(rows)), rows))
     return blocks
 
 
-def _join_headers(header_rows: list[list[str]]) -> list[str]:
-    width = max((len(r) for r in header_rows), default=0)
-    return [" ".join(r[i] for r in header_rows if i < len(r) and r[i]).strip() for i in range(width)]
+def _width(rows: list[list[str]]) -> int:
+    return max((len(r) for r in rows), default=0)
+
+
+def _join_headers(header_rows: list[list[str]], width: int = 0) -> list[str]:
+    width = max([width, *(len(r) for r in header_rows)])
+    rows = [_spread(r, width) for r in header_rows]
+    return [" ".join(r[i] for r in rows if i < len(r) and r[i]).strip() for i in range(width)]
+
+
+def _spread(row: list[str], width: int) -> list[str]:
+    """A header row rendered from colspans has fewer cells than the table (" | ImageNet-LT | Places-LT"
+    over 1 + 4 + 4 columns): its leading empty cells keep one column each and its named cells share
+    the rest evenly when they can ("ImageNet-LT" over the first four value columns)."""
+    lead = next((i for i, c in enumerate(row) if c), len(row))
+    named, rest = row[lead:], width - lead
+    if len(row) >= width or not named or rest % len(named):
+        return row
+    return row[:lead] + [c for c in named for _ in range(rest // len(named))]
 
 
 def _numbers(text: str) -> set[str]:
@@ -177,6 +204,32 @@ def table_cell(question: str, content: str) -> Cell | None:
             total = row_score + 0.8 * max(score, 0.0)
             if best is None or total > best[0]:
                 best = (total, cell)
+    return best[1] if best else form_cell(q, content)
+
+
+FORM_LABEL_MAX_CHARS = 12
+
+
+def form_cell(question_terms: set[str], content: str) -> Cell | None:
+    """A form's field ("姓名 | MinerU | 曾用名 |  | 性别 | …": labels and values side by side, no header
+    row): the value right of the short label the question names best (the first on a tie), under
+    the form section's title line when there is one ("主申请人-基本情况 — 姓名: MinerU")."""
+    best: tuple[float, Cell] | None = None
+    title = ""
+    for line in (content or "").splitlines():
+        if " | " not in line:
+            title = line.strip() if len(line.strip()) <= 2 * FORM_LABEL_MAX_CHARS else title
+            continue
+        row = [c.strip() for c in line.split(" | ")]
+        for j, label in enumerate(row[:-1]):
+            value = row[j + 1]
+            if not value or len(label) > FORM_LABEL_MAX_CHARS:
+                continue
+            score = named(label, question_terms)
+            if score > 0 and (best is None or score + 0.5 * named(title, question_terms) > best[0]):
+                best = (score + 0.5 * named(title, question_terms),
+                        Cell(title, label, value, named(title, question_terms), score) if title
+                        else Cell(label, "", value, score, 0.0))
     return best[1] if best else None
 
 
@@ -223,12 +276,37 @@ def shortest_clause(question: str, sentence: str) -> str:
     return "".join(parts[lo:hi + 1]).rstrip("，,；;：:")
 
 
+_ASKED_AT = re.compile(r"是多少|多少|是几|几[个年月天日次岁人项条种周倍]|是什么|什么|是哪|哪[一个些家年天]|是谁|谁|何时|多大|多长|是否")
+_FOCUS_START = re.compile(r".*[的，,、：:；;。？?]|.*中|.*里")
+
+
+def focus(question: str) -> str:
+    """The words a Chinese question asks about: what stands right before its asking word, after the
+    last "的" or clause mark ("三季度末某服装企业的存货周转天数是多少天" → "存货周转天数"), or right after
+    an opening asking word ("哪一年…"); "" when the question has no such word (English)."""
+    m = _ASKED_AT.search(question or "")
+    if m is None:
+        return ""
+    before = question[:m.start()]
+    head = _FOCUS_START.match(before)
+    span = before[head.end():] if head else before
+    if len(span) < 2:  # "谁是…", "…的是什么": the words after it
+        span = re.split(r"[的，,、？?。]", question[m.end():], maxsplit=1)[0]
+    return span.strip()
+
+
+def cjk_numbers(text: str) -> set[str]:
+    """Numbers written in Chinese numerals ("二十周岁", "满四年", "百分之二十"), not ordinals ("第四十条")
+    nor words that merely hold a numeral ("一方", "统一"): two numerals or more, or one before a unit."""
+    return {m.group(1) for m in _CJK_NUMBER.finditer(text or "")}
+
+
 def answers_what_is_asked(question: str):
     """For a question asking a date or a number: a test whether a clause holds a date / a number the
-    question does not state itself; None for other questions."""
-    stated = _numbers(question)
+    question does not state itself (in digits or in Chinese numerals); None for other questions."""
+    stated, stated_cjk = _numbers(question), cjk_numbers(question)
     if _ASKS_DATE.search(question):
         return lambda part: any(_numbers(m.group()) - stated for m in _DATE.finditer(part))
     if _ASKS_NUMBER.search(question):
-        return lambda part: bool(_numbers(part) - stated)
+        return lambda part: bool(_numbers(part) - stated) or bool(cjk_numbers(part) - stated_cjk)
     return None

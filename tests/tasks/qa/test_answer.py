@@ -12,7 +12,7 @@ from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, RRF
 from schemas.settings import Settings
 from tasks.qa.answer import (CONFIDENCE_LOW, CONFIDENCE_MID, NOT_FOUND, SYSTEM_PROMPT, Answerer, build_messages,
                           confidence, confidence_instruction, cosine_floor, extractive_answer, grade_evidence,
-                          validate_citations)
+                          sentences, validate_citations)
 from tasks.qa.context import Context, build_context
 from tasks.common.llm import ChatClient
 from tasks.qa.types import Candidate, Retrieval
@@ -218,3 +218,58 @@ def test_a_table_of_contents_line_is_not_an_answer():
     body = _chunk("spec.md_9", "正常工作的单体电芯在50%SOC状态下，短脉冲最大脉冲放电电流1000A。", "text")
     ctx = build_context([Candidate("spec.md_0", 0.9, chunk=toc), Candidate("spec.md_9", 0.5, chunk=body)], S)
     assert extractive_answer("10s短脉冲的最大脉冲放电电流是多少？", ctx, S).citations == ["spec.md_9"]
+
+
+def test_lines_a_pdf_wrapped_are_one_sentence_and_items_stay_apart():
+    # the Civil Code's text layer (prc_civil_code.pdf, chunk 142): the line ends where the page did
+    text = ("第五百八十六条 当事人可以约定一方向对方给付定金作为\n债权的担保。定金的数额由当事人约定；但是，不得超过主合同标的额的\n"
+            "百分之二十，超过部分不产生定金的效力。\n第二章 结婚\n第一千零四十七条 结婚年龄，男不得早于二十二周岁，女\n不得早于二十周岁。\n"
+            "It featured early examples of modern features like cut,\ncopy, and paste.\n1. one item of a list\n2. another item")
+    assert sentences(text) == [
+        "第五百八十六条 当事人可以约定一方向对方给付定金作为债权的担保。", "定金的数额由当事人约定；",
+        "但是，不得超过主合同标的额的百分之二十，超过部分不产生定金的效力。", "第二章 结婚",
+        "第一千零四十七条 结婚年龄，男不得早于二十二周岁，女不得早于二十周岁。",
+        "It featured early examples of modern features like cut, copy, and paste.",
+        "1. one item of a list", "2. another item"]
+
+
+def test_the_question_words_decide_where_bigrams_tie():
+    # both articles share 16 bigrams with the question; only one is about 死亡 (prc_civil_code.pdf chunk 17)
+    law = _chunk("civil.pdf_17", "第四十条 自然人下落不明满二年的，利害关系人可以向人民法院申请宣告该自然人为失踪人。\n"
+                 "第四十六条 自然人有下列情形之一的，利害关系人可以向人民法院申请宣告该自然人死亡:（一）下落不明满四年；", "text")
+    ctx = build_context([Candidate("civil.pdf_17", 0.9, chunk=law)], S)
+    assert "下落不明满四年" in extractive_answer("自然人下落不明满几年，利害关系人可以申请宣告其死亡？", ctx, S).text
+
+
+def test_what_the_question_asks_about_outweighs_its_setting():
+    # as many of the question's words each; the words before "是多少" name what is asked
+    setting = _chunk("report.pdf_1", "三季度末公司销售承压。", "text")
+    asked = _chunk("report.pdf_2", "存货周转天数为346天。", "text")
+    ctx = build_context([Candidate("report.pdf_1", 0.9, chunk=setting), Candidate("report.pdf_2", 0.9, chunk=asked)], S)
+    assert extractive_answer("三季度末公司的存货周转天数是多少天？", ctx, S).citations == ["report.pdf_2"]
+
+
+def test_a_sentence_opening_with_a_pronoun_is_quoted_with_the_one_naming_its_subject():
+    doc = _chunk("multi_page.pdf_8", "WordStar was released in 1978. It featured early examples of modern features like "
+                 "cut, copy, and paste. Later editors copied them.", "text")
+    ctx = build_context([Candidate("multi_page.pdf_8", 0.9, chunk=doc)], S)
+    answer = extractive_answer("Which word processor featured early examples of cut, copy, and paste?", ctx, S)
+    assert answer.text.startswith("WordStar was released in 1978. It featured early examples")
+
+
+def test_a_sentence_with_no_subject_is_quoted_with_the_one_before():
+    # ucasthesis_template_guide.pdf, chunk 28
+    guide = _chunk("guide.pdf_28", "2.2.7 Biblio 文件夹\n1. ref.bib:参考文献信息库。\n2. gbt7714-xxx.bst:文献样式定义文件。"
+                   "由 zepinglee 开发，在最新国标的基础上对 ucas 进行了定制。", "text")
+    ctx = build_context([Candidate("guide.pdf_28", 0.9, chunk=guide)], S)
+    assert "zepinglee" in extractive_answer("ucasthesis模板中gbt7714文献样式文件是由谁开发的？", ctx, S).text
+
+
+def test_a_line_giving_the_asked_about_label_its_value_answers():
+    # byd_2025q1_quarterly_report.pdf: the declaration names the role; the statements' footer gives the person
+    declaration = _chunk("byd.pdf_1", "2.公司负责人、主管会计工作负责人及会计机构负责人(会计主管人员)声明:保证季度报告中财务信息的真实、"
+                         "准确、完整。", "text")
+    footer = _chunk("byd.pdf_21", "法定代表人:王传福 主管会计工作负责人:周亚琳\n会计机构负责人:刘惠\n2、合并利润表", "text")
+    ctx = build_context([Candidate("byd.pdf_1", 0.9, chunk=declaration), Candidate("byd.pdf_21", 0.6, chunk=footer)], S)
+    assert extractive_answer("比亚迪2025年一季报中的主管会计工作负责人是谁？", ctx, S).citations == ["byd.pdf_21"]
+    assert "王传福" in extractive_answer("比亚迪的法定代表人是谁？", ctx, S).text

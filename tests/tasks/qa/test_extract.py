@@ -9,7 +9,7 @@ from schemas.chunk import TABLE
 from schemas.settings import Settings
 from tasks.qa.answer import extractive_answer
 from tasks.qa.context import build_context
-from tasks.qa.extract import shortest_clause, table_cell, terms
+from tasks.qa.extract import answers_what_is_asked, cjk_numbers, focus, shortest_clause, table_cell, terms
 from tasks.qa.types import Candidate
 from tests.test_golden import chunks_of
 
@@ -20,7 +20,7 @@ def tables(tmp_path_factory):
 
     settings = load_settings(tmp_path_factory.mktemp("extract_home"))
     return {name: [c for c in chunks_of(name, settings) if c.chunk_type == TABLE]
-            for name in ("svolt_mineru2.7.6", "byd_2025q1_quarterly_report")}
+            for name in ("svolt_mineru2.7.6", "byd_2025q1_quarterly_report", "cvpr_mineru3.4.4", "mineru_docx_demo")}
 
 
 def table_with(chunks, text):
@@ -89,3 +89,42 @@ def test_a_question_asking_no_number_takes_the_named_column_of_words():
     assert table_cell("2025年1-3月管理费用增加的主要原因是什么？", table).text == \
         "管理费用 — 变动原因: 主要是职工薪酬和物料消耗增加所致"
     assert table_cell("2025年1-3月管理费用是多少？", table).text == "管理费用 — 2025年1-3月: 4,905,868,000.00"
+
+
+def test_a_header_of_colspans_over_a_sub_header_names_each_column(tables):
+    # MinerU's HTML has "ImageNet-LT" and "Places-LT" over four columns each; the " | " text keeps one
+    # cell per span, over a sub-header row that has a first cell ("Method | Many | … | F-measure")
+    table = table_with(tables["cvpr_mineru3.4.4"], "LUNA")
+    assert table.content.startswith(" | ImageNet-LT | Places-LT\nMethod | Many")
+    imagenet = table_cell("What F-measure does LUNA achieve on ImageNet-LT?", table.content)
+    places = table_cell("What is the F-measure of LUNA on Places-LT?", table.content)
+    assert imagenet.text == "LUNA [5] — ImageNet-LT F-measure: 0.579"
+    assert places.text == "LUNA [5] — Places-LT F-measure: 0.491"
+    assert table_cell("How many Few does CE get on Places-LT?", table.content).value == "0.4"
+
+
+def test_a_form_gives_the_value_beside_the_named_field(tables):
+    # the DOCX demo's application form: "姓名 | MinerU | 曾用名 |  | 性别 | …" under "主申请人-基本情况"
+    form = table_with(tables["mineru_docx_demo"], "曾用名")
+    cell = table_cell("MinerU示例文档的主申请人基本情况表里，姓名一栏填的是什么？", form.content)
+    assert cell.text == "主申请人-基本情况 — 姓名: MinerU"
+    assert table_cell("天气怎么样？", form.content) is None
+
+
+def test_numbers_in_chinese_numerals_answer_a_number_question():
+    assert cjk_numbers("结婚年龄，男不得早于二十二周岁，女不得早于二十周岁。") == {"二十二", "二十"}
+    assert cjk_numbers("不得超过主合同标的额的百分之二十") == {"百分之二十"}
+    assert cjk_numbers("下落不明满四年") == {"四"}
+    # ordinals and words holding a numeral are not numbers
+    assert cjk_numbers("第一千零四十七条 一方违约时，统一规定") == set()
+    asks = answers_what_is_asked("自然人下落不明满几年，利害关系人可以申请宣告其死亡？")
+    assert asks("（一）下落不明满四年；") and not asks("利害关系人可以向人民法院申请宣告该自然人为失踪人。")
+    # a numeral the question states is not the answer
+    assert not answers_what_is_asked("满二十周岁的公民有多少项权利？")("年满二十周岁的公民")
+
+
+def test_focus_is_what_stands_before_the_asking_word():
+    assert focus("三季度末某服装企业的存货周转天数是多少天？") == "存货周转天数"
+    assert focus("比亚迪2025年一季报中的主管会计工作负责人是谁？") == "主管会计工作负责人"
+    assert focus("工会主席的工作职责是什么？") == "工作职责"
+    assert focus("What is the weight of the cell?") == ""
