@@ -277,13 +277,19 @@ def shortest_clause(question: str, sentence: str) -> str:
 
 
 _ASKED_AT = re.compile(r"是多少|多少|是几|几[个年月天日次岁人项条种周倍]|是什么|什么|是哪|哪[一个些家年天]|是谁|谁|何时|多大|多长|是否")
+# "What is the weight of the cell?" → "weight"; "What does X stand for?" names no focus
+_ASKED_EN = re.compile(r"\s*(?:what|which|who)\s+(?:is|are|was|were)\s+(?:the\s+|an?\s+)?(.+?)\s+(?:of|for|in|on|at|that|when)\b",
+                       re.IGNORECASE)
 _FOCUS_START = re.compile(r".*[的，,、：:；;。？?]|.*中|.*里")
 
 
 def focus(question: str) -> str:
     """The words a Chinese question asks about: what stands right before its asking word, after the
     last "的" or clause mark ("三季度末某服装企业的存货周转天数是多少天" → "存货周转天数"), or right after
-    an opening asking word ("哪一年…"); "" when the question has no such word (English)."""
+    an opening asking word ("哪一年…"); in English, X of "What is the X of …" ("" for other forms)."""
+    english = _ASKED_EN.match(question or "")
+    if english:
+        return english.group(1).strip()
     m = _ASKED_AT.search(question or "")
     if m is None:
         return ""

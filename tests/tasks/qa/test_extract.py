@@ -127,4 +127,5 @@ def test_focus_is_what_stands_before_the_asking_word():
     assert focus("三季度末某服装企业的存货周转天数是多少天？") == "存货周转天数"
     assert focus("比亚迪2025年一季报中的主管会计工作负责人是谁？") == "主管会计工作负责人"
     assert focus("工会主席的工作职责是什么？") == "工作职责"
-    assert focus("What is the weight of the cell?") == ""
+    assert focus("What is the weight of the cell?") == "weight"
+    assert focus("How many calories per portion do berries have?") == ""
