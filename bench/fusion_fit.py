@@ -1,4 +1,4 @@
-"""bench/retrieval.py's fitting of the score fusion (tasks.qa.fusion.score_fuse), leave-one-set-out.
+"""bench/retrieval.py's fitting of the learned and the score fusion (tasks.qa.fusion), leave-one-set-out.
 
 1. `cache_channels`: every question's recall channels (vector, image/table, BM25 candidate lists
    with their raw scores) and the DuckDB records of the chunks they found, computed once per set
@@ -7,8 +7,10 @@
    BM25 score, ranks, gold flag), so one parameter combination is scored on a whole set by a
    few numpy operations (the same formulas as `score_fuse`/`rrf_fuse`, ties broken by best rank).
 3. `fit`: a grid search over (vector weight, sharpness gain, vector scale, BM25 scale) maximizing the
-   training sets' mean of (hit@1 + MRR@10) / 2, each set weighing the same; `leave_one_set_out`
-   fits on all sets but one and reports on that one, for every set.
+   training sets' mean of (hit@1 + MRR@10) / 2, each set weighing the same;
+4. `fit_learned`: the learned fusion's coefficients, a pairwise logistic regression over
+   `tasks.qa.fusion.learned_features` (the same function the pipeline scores with);
+`leave_one_set_out` fits both on all sets but one and reports on that one, for every set.
 `CachedRetriever` replays the cache through the rest of the real pipeline (filters, MMR, adaptive
 top-k, rescues) for the per-set tables. Not part of CI.
 """
@@ -21,9 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
+from tasks.qa import fusion
 from tasks.qa.fusion import sharpness
 from tasks.qa.retriever import Retriever
-from tasks.qa.types import BM25, FIGURE, MODES, VECTOR
+from tasks.qa.types import BM25, MODES, VECTOR
 
 GRID = {
     "fusion_vector_weight": (0.3, 0.4, 0.5, 0.6, 0.7),
@@ -95,34 +98,37 @@ class SetMatrix:
     def of(cls, cs: CachedSet) -> SetMatrix:
         rows = []
         for q, chs in zip(cs.questions, cs.channels):
-            by = {ch.channel: ch for ch in chs if ch.variant == 0}
+            chs = [ch for ch in chs if ch.variant == 0]
             ids: dict[str, int] = {}
-            for ch in by.values():
+            for ch in chs:
                 for cid, _ in ch.hits:
                     ids.setdefault(cid, len(ids))
-            rows.append((q, by, ids))
+            rows.append((q, chs, ids))
         width = max(1, max(len(ids) for _, _, ids in rows))
         n = len(rows)
         nan = lambda: np.full((n, width), np.nan)  # noqa: E731
         cos, fig, bm, rv, rb = nan(), nan(), nan(), np.full((n, width), np.inf), np.full((n, width), np.inf)
         gold = np.zeros((n, width), dtype=bool)
         top_v, top_b, sh_v, sh_b = (np.zeros(n) for _ in range(4))
-        for i, (q, by, ids) in enumerate(rows):
-            for channel, values, ranks in ((VECTOR, cos, rv), (FIGURE, fig, rv), (BM25, bm, rb)):
-                ch = by.get(channel)
-                if ch is None:
-                    continue
-                for j, (cid, score) in enumerate(ch.hits):
-                    values[i, ids[cid]] = score
-                    ranks[i, ids[cid]] = ch.ranks[j] if ch.ranks is not None else j + 1
+        for i, (q, chs, ids) in enumerate(rows):
+            arrays = fusion.channel_arrays(chs, ids)  # the pipeline's own reading of the channels
+            for name, out in (("cos", cos), ("fig", fig), ("bm25", bm), ("rank_v", rv), ("rank_b", rb)):
+                out[i, :len(ids)] = arrays[name]
+            top_v[i], top_b[i] = arrays["top_v"], arrays["top_b"]
             for cid, j in ids.items():
                 rec = cs.records.get(cid)
                 gold[i, j] = rec is not None and q.is_gold(cid, rec.source, rec.page_start, rec.page_end)
+            by = {ch.channel: ch for ch in chs}
             if VECTOR in by and by[VECTOR].hits:
-                top_v[i], sh_v[i] = by[VECTOR].hits[0][1], sharpness([s for _, s in by[VECTOR].hits])
+                sh_v[i] = sharpness([s for _, s in by[VECTOR].hits])
             if BM25 in by and by[BM25].hits:
-                top_b[i], sh_b[i] = by[BM25].hits[0][1], sharpness([s for _, s in by[BM25].hits])
+                sh_b[i] = sharpness([s for _, s in by[BM25].hits])
         return cls(cs.name, cos, fig, bm, rv, rb, gold, top_v, top_b, sh_v, sh_b)
+
+    @property
+    def found(self) -> np.ndarray:
+        """Real candidates (a text channel or the image channel found them), not padding."""
+        return np.isfinite(self.rank_v) | np.isfinite(self.rank_b)
 
     def scores(self, p: dict) -> np.ndarray:
         """`score_fuse` after `dynamic_weights` (tasks.qa.fusion.fuse) on every question at once."""
@@ -142,6 +148,10 @@ class SetMatrix:
         has_v, has_f, has_b = ~np.isnan(self.cos), ~np.isnan(self.fig), ~np.isnan(self.bm25)
         return (np.where(has_v, wv / (k + self.rank_v), 0) + np.where(has_f, weights[1] / (k + self.rank_v), 0)
                 + np.where(has_b, wb / (k + self.rank_b), 0))
+
+    def learned_scores(self, coef) -> np.ndarray:
+        """`learned_fuse`'s linear scores (its order) on every question at once."""
+        return np.where(self.found, learned_features(self) @ np.asarray(coef, dtype=float), -np.inf)
 
     def channel_scores(self, channel: str) -> np.ndarray:
         """A single channel's own order (vector: cosines of text and figures alike)."""
@@ -186,10 +196,49 @@ def fit(train: list[SetMatrix]) -> tuple[dict, float]:
     return best, best_value
 
 
+# L2 strength of the learned fit: held out, hit@1 with 0.1 ≥ with 0.01 and with 1 on every set but cmrc (1: +0.004)
+LEARNED_C = 0.1
+
+
+def learned_features(m: SetMatrix) -> np.ndarray:
+    """tasks.qa.fusion.learned_features on a whole set: questions × candidates × features."""
+    return fusion.learned_features(m.cos, m.fig, m.bm25, m.rank_v, m.rank_b, m.top_v[:, None], m.top_b[:, None])
+
+
+def learned_pairs(m: SetMatrix, x: np.ndarray) -> np.ndarray:
+    """Per question with a gold candidate: the features of its first gold candidate (in the order the
+    channels found them: the vector channel's best gold, else the image channel's, else BM25's)
+    minus those of every non-gold candidate."""
+    found, out = m.found, []
+    for i in range(len(x)):
+        gold = np.flatnonzero(m.gold[i] & found[i])
+        if len(gold):
+            out.append(x[i, gold[0]] - x[i, found[i] & ~m.gold[i]])
+    return np.concatenate(out) if out else np.zeros((0, x.shape[-1]))
+
+
+def fit_learned(train: list[SetMatrix], c: float = LEARNED_C) -> np.ndarray:
+    """The learned fusion's coefficients: logistic regression without intercept on the pairs'
+    feature differences, mirrored (gold − other → 1, other − gold → 0), L2 with strength `c`, each
+    set weighing the same whatever its number of pairs."""
+    from sklearn.linear_model import LogisticRegression  # comes with sentence-transformers
+
+    diffs = [learned_pairs(m, learned_features(m)) for m in train]
+    x = np.vstack([np.vstack([d, -d]) for d in diffs])
+    y = np.concatenate([np.r_[np.ones(len(d)), np.zeros(len(d))] for d in diffs])
+    weight = np.concatenate([np.full(2 * len(d), 1.0 / len(d)) for d in diffs]) * len(y) / len(train)
+    model = LogisticRegression(C=c, fit_intercept=False, max_iter=2000).fit(x, y, sample_weight=weight)
+    return model.coef_[0]
+
+
 def leave_one_set_out(sets: list[SetMatrix]) -> dict[str, dict]:
-    """Per held-out set: the parameters fitted on the others, and their metrics on it."""
+    """Per held-out set: the score fusion's parameters and the learned coefficients fitted on the
+    others, and their metrics on it."""
     out = {}
     for held in sets:
-        params, _ = fit([m for m in sets if m is not held])
-        out[held.name] = {"params": params, "metrics": held.metrics(held.scores(params), params)}
+        train = [m for m in sets if m is not held]
+        params, _ = fit(train)
+        coef = fit_learned(train)
+        out[held.name] = {"params": params, "metrics": held.metrics(held.scores(params), params),
+                          "coef": coef, "learned": held.metrics(held.learned_scores(coef))}
     return out

@@ -3,6 +3,7 @@ same chunks, the same embedding model and the same jieba terms.
 
     .venv/bin/pip install -e '.[peer]'     (once: the optional `peer` extra, used by this script only)
     .venv/bin/python bench/peer_llamaindex.py [--home DIR] [--questions N] [--quality-only]
+                                              [--fusion-coef C1,C2,...]
 
 The `peer` extra (llama-index-core 0.14, llama-index-retrievers-bm25 0.8) goes into the project's
 venv: `pip install --dry-run` showed it only adds packages (llama-index-*, nltk, tiktoken, PyStemmer,
@@ -28,8 +29,11 @@ semantic_content, tokens):
   jieba terms (kbflow's `tokenize`) joined by spaces with token_pattern `\\S+`;
 - fusion: `QueryFusionRetriever(mode="reciprocal_rerank", num_queries=1)` (no LLM query
   generation: a MockLLM that is never called), top 10.
-kbflow: `Retriever` on the same home, hybrid mode (vector ∥ BM25 → weighted RRF → filters → MMR →
-adaptive top-k), without and with the rescues; vector-only and BM25-only rows for both sides.
+kbflow: `Retriever` on the same home, hybrid mode (vector ∥ BM25 → fusion as the home's settings
+say, by default the learned one → filters → MMR → adaptive top-k), without and with the rescues;
+vector-only and BM25-only rows for both sides. `--fusion-coef` adds a hybrid row with these learned
+coefficients instead of the settings' (those bench/retrieval.py fits without rgb: "fold without
+rgb_zh_refine_dev"), so rgb is compared held out as well as with coefficients that saw it.
 
 Prints hit@1, hit@5, MRR@10 and questions/s. LlamaIndex answers one question per call (it has no
 batch API): "q/s each" times every pipeline one question per call, interleaved question by question
@@ -170,9 +174,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--quality-only", action="store_true",
                         help="rankings only: the peer answers each question once, kbflow only batched (no "
                              "one-per-call timing loop; for a loaded machine)")
+    parser.add_argument("--fusion-coef", type=lambda v: tuple(float(c) for c in v.split(",")),
+                        help="learned-fusion coefficients for an extra kbflow hybrid row (comma-separated)")
     args = parser.parse_args(argv)
 
-    from retrieval import questions_of, retrieve_all
+    from retrieval import coef_text, questions_of, retrieve_all
 
     from schemas.settings import load_settings
     from tasks.index.embed import Embedder, resolve_model
@@ -205,17 +211,30 @@ def main(argv: list[str]) -> int:
           f"{time.perf_counter() - started:.1f} s ({embedder.encoded - encoded} chunks encoded, the rest "
           "from the embedding cache)")
 
-    kbflow_configs = {"kbflow vector-only": ("vector", False), "kbflow BM25-only": ("bm25", False),
-                      "kbflow hybrid": ("hybrid", False), "kbflow hybrid+rescues": ("hybrid", True)}
-    print(f"kbflow fusion: {settings.retrieval.fusion!r}")
+    # label → (mode, rescues, settings changed)
+    kbflow_configs = {"kbflow vector-only": ("vector", False, {}), "kbflow BM25-only": ("bm25", False, {}),
+                      "kbflow hybrid": ("hybrid", False, {}), "kbflow hybrid+rescues": ("hybrid", True, {})}
+    print(f"kbflow fusion: {settings.retrieval.fusion!r}"
+          + (f", coefficients {coef_text(settings.retrieval.fusion_learned_coef)}"
+             if settings.retrieval.fusion == "learned" else ""))
+    if args.fusion_coef:
+        held_out = {"fusion": "learned", "fusion_learned_coef": args.fusion_coef}
+        kbflow_configs["kbflow hybrid --fusion-coef"] = ("hybrid", False, held_out)
+        print(f"kbflow hybrid --fusion-coef: learned, coefficients {coef_text(args.fusion_coef)}")
+
+    def kbflow(label: str, qs: list) -> list:
+        """kbflow's retrievals of `qs` with the pipeline `label`, in batches of qa_batch_size."""
+        mode, rescues, over = kbflow_configs[label]
+        retriever.settings = settings.replace(**over)
+        return retrieve_all(retriever, qs, mode, rescues=rescues, batch=settings.runtime.qa_batch_size)
+
     peer_labels = {"vector": "peer vector (VectorIndex)", "bm25": "peer BM25 (jieba terms)",
                    "fusion": "peer QueryFusion (RRF)"}
 
     def one_question(label: str):
         """A callable answering one question with the pipeline `label`, returning its ranking."""
         if label in kbflow_configs:
-            mode, rescues = kbflow_configs[label]
-            return lambda q: kbflow_ranking(retriever.retrieve_batch([q], mode, rescues=rescues)[0])
+            return lambda q: kbflow_ranking(kbflow(label, [q])[0])
         name = next(k for k, v in peer_labels.items() if v == label)
         return lambda q: peer_ranking(peer[name].retrieve(q))
 
@@ -238,10 +257,10 @@ def main(argv: list[str]) -> int:
     # kbflow's batch-QA mode: its rankings are the ones scored
     batched_s: dict[str, float] = {}
     rankings = dict(each_rankings)
-    for label, (mode, rescues) in kbflow_configs.items():
+    for label in kbflow_configs:
         gc.collect()
         t0 = time.perf_counter()
-        rs = retrieve_all(retriever, questions, mode, rescues=rescues, batch=settings.runtime.qa_batch_size)
+        rs = kbflow(label, questions)
         batched_s[label] = time.perf_counter() - t0
         rankings[label] = [kbflow_ranking(r) for r in rs]
 
@@ -264,13 +283,13 @@ def main(argv: list[str]) -> int:
 
     fusion = peer_labels["fusion"]
     print(f"\nratios to the peer ({fusion}):")
-    for label in ("kbflow hybrid", "kbflow hybrid+rescues"):
+    for label in (label for label in kbflow_configs if label.startswith("kbflow hybrid")):
         ours, theirs = metrics[label], metrics[fusion]
         quality = "  ".join(f"{k} {ours[k]:.3f}/{theirs[k]:.3f} = {ours[k] / theirs[k]:.2f}x" if theirs[k]
                             else f"{k} {ours[k]:.3f}/0" for k in ours)
-        print(f"  {label:<22} {quality}  (hit@1 {ours['hit@1'] - theirs['hit@1']:+.3f})")
+        print(f"  {label:<28} {quality}  (hit@1 {ours['hit@1'] - theirs['hit@1']:+.3f})")
         if label in each_s:
-            print(f"  {'':<22} q/s: one per call {each_s[fusion] / each_s[label]:.1f}x the peer's, "
+            print(f"  {'':<28} q/s: one per call {each_s[fusion] / each_s[label]:.1f}x the peer's, "
                   f"batched {each_s[fusion] / batched_s[label]:.1f}x")
     return 0
 

@@ -13,12 +13,15 @@ documents with tables. Ingest is incremental: a re-run only checks the files. Pr
 1. per set (rgb's 81 questions; a deterministic sample of --sample questions of the others, every
    passage staying in the KB), recall channels computed once and cached under --cache (default
    HOME/fusion-cache) so fusion experiments never re-run retrieval;
-2. the score fusion's parameters fitted by a grid search leave-one-set-out (fitted on four sets,
-   reported on the fifth; bench/fusion_fit.py), and fitted on all five (the defaults' source);
+2. the learned fusion's coefficients (a pairwise logistic regression) and the score fusion's
+   parameters (a grid search), fitted leave-one-set-out (fitted on four sets, reported on the fifth;
+   bench/fusion_fit.py) and on all five (the defaults' source), with the held-out figures of the
+   cached channels alone (no filters, MMR or top-k);
 3. per set, hit@1, hit@5, MRR@10 of the final ranking (filters, MMR, adaptive top-k, rescues when
-   on) for vector-only, BM25-only, hybrid RRF, hybrid score fusion with the settings in use and
-   with the held-out fold's parameters, hybrid score + rescues, and + rerank when a reranker is
-   configured; whether the score fusion is at least the best single channel on hit@1 and MRR@10;
+   on) for vector-only, BM25-only, hybrid RRF, hybrid learned and score fusion with the settings in
+   use and with the held-out fold's coefficients/parameters, both + rescues, and + rerank when a
+   reranker is configured; whether each fusion is at least the best single channel on hit@1 and
+   MRR@10;
 4. whether hybrid + rescues gives the same rankings twice with real recall (rgb);
 5. questions/s of retrieval without an LLM or reranker (recall → fusion → filters → MMR → adaptive
    top-k → rescues), and of retrieval + context + extractive answer, on a deterministic sample of
@@ -159,6 +162,10 @@ def params_text(p: dict) -> str:
             f"vec_scale {p['fusion_vector_scale']:.2f} bm25_scale {p['fusion_bm25_scale']:.2f}")
 
 
+def coef_text(coef) -> str:
+    return "(" + ", ".join(f"{c:.4f}" for c in coef) + ")"
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--home", type=Path, default=Path("/tmp/kbflow-bench"))
@@ -187,6 +194,7 @@ def main(argv: list[str]) -> int:
     import fusion_fit as ff
 
     from tasks.qa.retriever import Retriever
+    from tasks.qa.types import BM25, VECTOR
 
     started = time.perf_counter()
     retriever = Retriever(settings, KB)
@@ -208,37 +216,54 @@ def main(argv: list[str]) -> int:
         print(f"{name}: {len(sample)} of {len(qs)} questions, channels cached in {time.perf_counter() - t0:.0f} s "
               f"({cache})", flush=True)
 
-    # 2. the score fusion fitted leave-one-set-out on the cached channels
+    # 2. the learned and the score fusion fitted leave-one-set-out on the cached channels
     matrices = [ff.SetMatrix.of(cs) for cs in cached]
     t0 = time.perf_counter()
     loso = ff.leave_one_set_out(matrices)
     all_params, _ = ff.fit(matrices)
-    print(f"\nscore fusion fitted on the cached channels ({len(ff.grid())} grid points, "
-          f"{time.perf_counter() - t0:.0f} s); fitted on all five sets: {params_text(all_params)}")
+    all_coef = ff.fit_learned(matrices)
+    print(f"\nfusions fitted on the cached channels ({time.perf_counter() - t0:.0f} s; score: {len(ff.grid())} grid "
+          f"points; learned: pairwise logistic regression, C = {ff.LEARNED_C})")
+    print(f"fitted on all five sets: learned {coef_text(all_coef)}")
+    print(f"                         score   {params_text(all_params)}")
     defaults = {k: getattr(settings.retrieval, k) for k in ff.GRID}
-    print(f"settings in use (defaults unless the home's kbflow.toml says otherwise): {params_text(defaults)}")
+    print(f"settings in use (defaults unless the home's kbflow.toml says otherwise): fusion "
+          f"{settings.retrieval.fusion!r}, learned {coef_text(settings.retrieval.fusion_learned_coef)}, "
+          f"score {params_text(defaults)}")
     for name, fold in loso.items():
-        print(f"  fold without {name:<18} {params_text(fold['params'])}")
+        print(f"  fold without {name:<18} learned {coef_text(fold['coef'])}  score {params_text(fold['params'])}")
+    print("\nheld out, cached channels only (no filters, MMR, top-k): hit@1 / MRR@10")
+    print(f"  {'set':<20}{'vector':>14}{'BM25':>14}{'score LOSO':>14}{'learned LOSO':>14}")
+    for m, fold in zip(matrices, loso.values()):
+        cells = [*(m.metrics(m.channel_scores(ch)) for ch in (VECTOR, BM25)), fold["metrics"], fold["learned"]]
+        print(f"  {m.name:<20}" + "".join(f"{c['hit@1']:.3f}/{c['MRR@10']:.3f}".rjust(14) for c in cells))
 
     # 3. the real pipeline after recall (filters, MMR, adaptive top-k, rescues), fed from the cache
     replay = ff.CachedRetriever(retriever, cached)
+    learned, score = {"fusion": "learned"}, {"fusion": "score"}
+    # (label, mode, settings changed — or the fusion whose held-out fold's fit applies —, rescues)
     configs = [("vector-only", "vector", {}, False), ("BM25-only", "bm25", {}, False),
                ("hybrid RRF", "hybrid", {"fusion": "rrf"}, False),
-               ("hybrid score (settings)", "hybrid", {"fusion": "score"}, False),
-               ("hybrid score (LOSO)", "hybrid", None, False),
-               ("hybrid score + rescues", "hybrid", {"fusion": "score"}, True)]
+               ("hybrid learned (settings)", "hybrid", learned, False),
+               ("hybrid learned (LOSO)", "hybrid", "learned", False),
+               ("hybrid learned + rescues", "hybrid", learned, True),
+               ("hybrid score (settings)", "hybrid", score, False),
+               ("hybrid score (LOSO)", "hybrid", "score", False),
+               ("hybrid score + rescues", "hybrid", score, True)]
     if replay.reranker is not None:
-        configs.append(("hybrid score + rerank", "hybrid", {"fusion": "score"}, False))
+        configs.append(("hybrid learned + rerank", "hybrid", learned, False))
     print("\nper set: the final ranking (filters, MMR, adaptive top-k, rescues when on), recall replayed from "
-          "the cache; LOSO = parameters fitted on the other four sets; rerank rows only with a rerank_model")
+          "the cache; LOSO = coefficients/parameters fitted on the other four sets; rerank rows only with a "
+          "rerank_model")
     print(f"  {'pipeline':<30}{'hit@1':>8}{'hit@5':>8}{'MRR@10':>8}")
-    verdicts = []
+    verdicts: dict[str, list[bool]] = {"learned": [], "score": []}
     for cs, fold in zip(cached, loso.values()):
         print(f"{cs.name} ({len(cs.questions)} questions)")
+        held_out = {"learned": {"fusion": "learned", "fusion_learned_coef": tuple(fold["coef"].tolist())},
+                    "score": {"fusion": "score", **fold["params"]}}
         results = {}
         for label, mode, over, rescues in configs:
-            over = {"fusion": "score", **fold["params"]} if over is None else over
-            replay.settings = settings.replace(**over)
+            replay.settings = settings.replace(**(held_out[over] if isinstance(over, str) else over))
             rs = retrieve_all(replay, cs.questions, mode, rescues=rescues, batch=batch,
                               use_reranker=label.endswith("rerank"))
             results[label] = metrics(cs.questions, rs)
@@ -246,14 +271,15 @@ def main(argv: list[str]) -> int:
         best = {k: max(results["vector-only"][k], results["BM25-only"][k]) for k in ("hit@1", "MRR@10")}
         for label, m in results.items():
             mark = ""
-            if label.startswith("hybrid score"):
+            if label.startswith(("hybrid score", "hybrid learned")):
                 ok = all(m[k] >= best[k] - 1e-9 for k in best)
                 mark = "≥ best channel" if ok else f"below best channel ({best['hit@1']:.3f} / {best['MRR@10']:.3f})"
-                if label == "hybrid score (LOSO)":
-                    verdicts.append((cs.name, ok))
+                if label.endswith("(LOSO)"):
+                    verdicts[label.split()[1]].append(ok)
             print(row(label, m, mark), flush=True)
-    held = sum(ok for _, ok in verdicts)
-    print(f"\nLOSO score fusion ≥ the best single channel (hit@1 and MRR@10) on {held} of {len(verdicts)} sets")
+    print()
+    for fusion, oks in verdicts.items():
+        print(f"LOSO {fusion} fusion ≥ the best single channel (hit@1 and MRR@10) on {sum(oks)} of {len(oks)} sets")
 
     # 4. run-to-run determinism of hybrid + rescues with real recall (rgb, twice)
     rgb = cached[0].questions

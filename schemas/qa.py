@@ -11,7 +11,7 @@ from schemas.arrow import arrow_schema, columns_of
 # answer_mode values
 LLM, EXTRACTIVE, INSUFFICIENT = "llm", "extractive", "insufficient"
 # score scales (seed 002: RRF, cosine and reranker probabilities are not comparable); "rrf" is the
-# fused score of either fusion (tasks.qa.fusion), on [0, 1] with 1 = first in every text channel
+# fused score of every fusion (tasks.qa.fusion), on [0, 1] with 1 = first in every text channel
 RRF, RERANK = "rrf", "rerank"
 
 

@@ -23,6 +23,7 @@ logged, never written to a cache, artifact or the warehouse:
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 import tomllib
@@ -140,12 +141,19 @@ class RetrievalSettings:
     rerank_url: str = ""  # an HTTP /rerank endpoint (TEI, Infinity, Xinference, vLLM, Jina/Cohere-compatible)
     rerank_api: str = "auto"  # its request shape: "tei" ({query, texts}), "cohere" ({model, query, documents}), auto
     rerank_llm_max_chars: int = 600  # ours: the LLM reranker sees each candidate's first N characters
-    # fusion of the recall channels (tasks.qa.fusion): "score" = score-aware convex combination,
-    # "rrf" = the seed's weighted RRF (rrf_* above). The fusion_* defaults are the grid point
-    # bench/retrieval.py fits on all five sets of ../shared/data/qa (the five leave-one-set-out fits
-    # pick w 0.4-0.5, gain 1-3, the same scales); held out, each set is at least its best single
-    # channel (rgb hit@1 0.802 vs vector 0.802, drcd 0.884 vs BM25 0.852; README "Fusion").
-    fusion: str = "score"
+    # fusion of the recall channels (tasks.qa.fusion): "learned" = a linear model over each candidate's
+    # rank/score features (fusion_learned_coef), "score" = score-aware convex combination (fusion_*
+    # below), "rrf" = the seed's weighted RRF (rrf_* above).
+    fusion: str = "learned"
+    # one coefficient per tasks.qa.fusion.LEARNED_FEATURES: the pairwise logistic regression that
+    # `.venv/bin/python bench/retrieval.py --home /tmp/kbflow-bench --no-ingest --sample 250` fits on
+    # all five sets of ../shared/data/qa (81 + 4 x 250 questions). Fitted on four sets, on the fifth
+    # (hit@1 / MRR@10, cached channels): rgb 0.840 / 0.903, drcd 0.884 / 0.926, cmrc 0.944 / 0.959,
+    # xquad zh 0.944 / 0.960, en 0.968 / 0.980, each above its best single channel; README "Fusion".
+    fusion_learned_coef: tuple[float, ...] = (7.0931, -3.0390, 2.3845, 1.5714, 3.2138, 2.1176, -0.8758, -0.1495,
+                                              -0.0871)
+    # the score fusion's defaults: the grid point bench/retrieval.py fits on the same five sets
+    # (held out: rgb hit@1 0.802, below vector-only's 0.815; drcd 0.892 vs BM25 0.856)
     fusion_vector_weight: float = 0.5  # the vector (and image) channel's weight; BM25's is 1 - it
     fusion_gain: float = 3.0  # weight x (1 + gain x sharpness of the channel's first hit)
     fusion_vector_scale: float = 0.04  # a cosine this far below the channel's top cosine scores 0
@@ -248,7 +256,8 @@ class Settings:
             raise SettingsError(f"unknown settings {unknown}")
         changed: dict[str, typing.Any] = {"home": Path(values["home"])} if "home" in values else {}
         for group in GROUPS:
-            mine = {k: v for k, v in values.items() if GROUP_OF.get(k) == group}
+            # a list (TOML's arrays) is kept as a tuple: settings stay hashable and compare alike
+            mine = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items() if GROUP_OF.get(k) == group}
             if mine:
                 changed[group] = dataclasses.replace(getattr(self, group), **mine)
         return dataclasses.replace(self, **changed)
@@ -313,6 +322,9 @@ def _coerce(value: str, hint: typing.Any) -> typing.Any:
         return value.strip().lower() in {"1", "true", "yes", "on"}
     if hint is Path:
         return Path(value)
+    if typing.get_origin(hint) is tuple:  # numbers, comma-separated (KBFLOW_FUSION_LEARNED_COEF=7.1,-3,...)
+        (item, *_) = typing.get_args(hint)
+        return tuple(item(v) for v in value.strip().strip("[]()").split(",") if v.strip())
     return hint(value)
 
 
@@ -424,7 +436,9 @@ ABOVE_ZERO = frozenset({"max_file_mb", "llm_timeout_s", "max_unpacked_mb"})
 UNIT_INTERVAL = frozenset({"mmr_lambda", "enum_query_mmr_lambda", "lexical_rescue_min_hit", "context_soft_admit_ratio",
                            "extractive_min_overlap", "context_min_score", "crag_min_rerank"})
 ANY_SIGN = frozenset({"crag_min_cosine"})  # < 0 = off
-CHOICES = {"task_runner": ("default", "dask")}
+CHOICES = {"task_runner": ("default", "dask"), "fusion": ("learned", "score", "rrf")}
+# lists of a fixed length: one learned coefficient per feature of tasks.qa.fusion.learned_features
+SAME_LENGTH = {"fusion_learned_coef": len(RetrievalSettings.fusion_learned_coef)}
 
 
 def validate(settings: Settings, origin: dict[str, str] | None = None) -> None:
@@ -461,6 +475,12 @@ def validate(settings: Settings, origin: dict[str, str] | None = None) -> None:
             continue
         if hint is str and not isinstance(value, str):
             raise bad("must be a string")
+        if typing.get_origin(hint) is tuple:
+            if not isinstance(value, tuple) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                       and math.isfinite(v) for v in value):
+                raise bad("must be a list of numbers")
+            if name in SAME_LENGTH and len(value) != SAME_LENGTH[name]:
+                raise bad(f"must be {SAME_LENGTH[name]} numbers")
         if name in CHOICES and value not in CHOICES[name]:
             raise bad(f"must be one of {', '.join(CHOICES[name])}")
 

@@ -1,24 +1,34 @@
-"""Fusion (seed 000 §5.2, seed 002) of the recall channels into one ranking, two ways:
+"""Fusion (seed 000 §5.2, seed 002) of the recall channels into one ranking, three ways:
 
-- `score_fuse` (the default, `fusion = "score"`): a convex combination of each channel's scores,
+- `learned_fuse` (the default, `fusion = "learned"`): a linear model over each candidate's rank and
+  score features in every channel (`learned_features`), its coefficients fitted as a pairwise
+  logistic regression (RankNet-style: the gold chunk against every other candidate of a question)
+  by bench/fusion_fit.py, mapped onto the "rrf" scale (`learned_fuse` says how);
+- `score_fuse` (`fusion = "score"`): a convex combination of each channel's scores,
   each normalized against that channel's own first hit, so a chunk one channel finds with a strong
   score keeps that strength (RRF only sees its rank; seed 002 says so: "排名本身不表达" how far
   first is ahead of second);
 - `rrf_fuse` (`fusion = "rrf"`): weighted reciprocal-rank fusion, the seed's.
-Both take per-question weights from how sharply each channel singles out its first hit (the seed's
-DYNAMIC_RRF_ENABLED, formula ours), rank the image/table channel on the vector channel's scale, and
-score on [0, 1] with 1 = first in every text channel and query variant (the "rrf" score scale).
+All rank the image/table channel on the vector channel's scale and score on [0, 1] with 1 = first
+in every text channel and query variant (the "rrf" score scale); score and RRF fusion take
+per-question weights from how sharply each channel singles out its first hit (the seed's
+DYNAMIC_RRF_ENABLED, formula ours).
 
-The score-fusion defaults (settings.retrieval.fusion_*) were fitted leave-one-set-out on the five
-question sets of ../shared/data/qa by bench/retrieval.py; the figures are in the README ("Fusion")."""
+The learned coefficients (settings.retrieval.fusion_learned_coef) and the score-fusion defaults
+(fusion_*) were fitted on the five question sets of ../shared/data/qa by bench/retrieval.py, and
+checked leave-one-set-out there; the figures are in the README ("Fusion")."""
 from __future__ import annotations
 
 import bisect
+import functools
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 
-from schemas.settings import RetrievalSettings
-from tasks.qa.types import BM25, FIGURE, ChannelHits
+import numpy as np
+
+from schemas.settings import CHOICES, RetrievalSettings
+from tasks.qa.types import BM25, FIGURE, VECTOR, ChannelHits
 
 
 def rrf_fuse(channels: Sequence[ChannelHits], k: int = 60) -> list[tuple[str, float]]:
@@ -26,17 +36,22 @@ def rrf_fuse(channels: Sequence[ChannelHits], k: int = 60) -> list[tuple[str, fl
     channel and query variant, divided by the best attainable sum over the text channels, so 1.0 =
     first everywhere. The image channel is not in the normalizer; scores are capped at 1. Best
     first, ties in first-seen order."""
-    fused: dict[str, float] = {}
     text = [c for c in channels if c.channel != FIGURE] or list(channels)
     best = sum(c.weight / (k + 1) for c in text)
+    if best <= 0:
+        return []
+    order = sorted(reciprocal_ranks(channels, k).items(), key=lambda kv: -kv[1])  # stable: ties keep first-seen order
+    return [(chunk_id, min(1.0, score / best)) for chunk_id, score in order]
+
+
+def reciprocal_ranks(channels: Sequence[ChannelHits], k: int) -> dict[str, float]:
+    """Σ weight / (k + rank) per chunk over every channel and query variant, in first-seen order."""
+    fused: dict[str, float] = {}
     for ch in channels:
         for i, (chunk_id, _) in enumerate(ch.hits):
             rank = ch.ranks[i] if ch.ranks is not None else i + 1
             fused[chunk_id] = fused.get(chunk_id, 0.0) + ch.weight / (k + rank)
-    if best <= 0:
-        return []
-    order = sorted(fused.items(), key=lambda kv: -kv[1])  # stable: ties keep first-seen order
-    return [(chunk_id, min(1.0, score / best)) for chunk_id, score in order]
+    return fused
 
 
 TIE_RRF_K = 60  # score fusion's tie-break: reciprocal ranks with the seed's RRF_K
@@ -69,16 +84,14 @@ def score_fuse(channels: Sequence[ChannelHits], *, vector_scale: float, bm25_sca
         return []
     vector_top = {c.variant: c.hits[0][1] for c in channels if c.channel != BM25 and c.channel != FIGURE and c.hits}
     fused: dict[str, float] = {}
-    by_rank: dict[str, float] = {}
     for ch in channels:
         if not ch.hits:
             continue
         top = vector_top.get(ch.variant, ch.hits[0][1]) if ch.channel == FIGURE else ch.hits[0][1]
         norm = normalized_scores(ch, top, vector_scale=vector_scale, bm25_scale=bm25_scale)
-        for i, ((chunk_id, _), value) in enumerate(zip(ch.hits, norm)):
-            rank = ch.ranks[i] if ch.ranks is not None else i + 1
+        for (chunk_id, _), value in zip(ch.hits, norm):
             fused[chunk_id] = fused.get(chunk_id, 0.0) + ch.weight * value
-            by_rank[chunk_id] = by_rank.get(chunk_id, 0.0) + ch.weight / (TIE_RRF_K + rank)
+    by_rank = reciprocal_ranks(channels, TIE_RRF_K)
     order = sorted(fused, key=lambda cid: (-round(fused[cid], 12), -by_rank[cid], cid))
     return [(chunk_id, min(1.0, fused[chunk_id] / best)) for chunk_id in order]
 
@@ -118,12 +131,127 @@ def dynamic_weights(channels: Sequence[ChannelHits], gain: float, depth: int = 1
             if ch.channel != FIGURE else ch for ch in channels]
 
 
+# ---------------------------------------------------------------- learned fusion
 
-FUSIONS = ("score", "rrf")
+# a candidate's features in one query variant, in the order of settings.retrieval.fusion_learned_coef
+LEARNED_FEATURES = ("cosine near the top: exp(-gap/0.02)", "cosine at the top: exp(-gap/0.005)",
+                    "BM25 share of the top score", "its cube", "1 / vector rank", "1 / BM25 rank",
+                    "found by vector", "found by BM25", "figure cosine near the top: exp(-gap/0.02)")
+GAP_CAP = 0.2  # a cosine this far below the top (or none) is as good as not found: e5 crowds into hundredths
+_CHANNEL_ORDER = {VECTOR: 0, FIGURE: 1, BM25: 2}
+
+
+def learned_features(cos: np.ndarray, fig: np.ndarray, bm25: np.ndarray, rank_v: np.ndarray, rank_b: np.ndarray,
+                     top_v: np.ndarray | float, top_b: np.ndarray | float) -> np.ndarray:
+    """Candidates' features, shape (*cos.shape, len(LEARNED_FEATURES)), from arrays of one shape:
+    cosine, figure cosine, BM25 score (NaN = not found by that channel), vector-scale rank (figures
+    included) and BM25 rank (inf = absent); `top_v`, `top_b` (the vector channel's top cosine, BM25's
+    top score) broadcast against them. The cosine speaks through its gap to the top at two widths
+    (e5's absolute cosines say little), BM25 through its share of the top score (its absolute scale
+    follows the question's length and rare terms), both through their ranks; a figure through its
+    cosine's gap to the vector channel's top (as in score_fuse). One implementation for
+    `learned_fuse` and the fit (bench/fusion_fit.py)."""
+    found_v, found_f, found_b = ~np.isnan(cos), ~np.isnan(fig), ~np.isnan(bm25)
+    gap = np.where(found_v, np.clip(top_v - cos, 0.0, GAP_CAP), GAP_CAP)
+    fig_gap = np.where(found_f, np.clip(top_v - fig, 0.0, GAP_CAP), GAP_CAP)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.nan_to_num(np.where(found_b, bm25 / np.where(np.greater(top_b, 0), top_b, np.nan), 0.0))
+    inv_v = np.where(np.isfinite(rank_v), 1.0 / rank_v, 0.0)
+    inv_b = np.where(np.isfinite(rank_b), 1.0 / rank_b, 0.0)
+    return np.stack([np.exp(-gap / 0.02), np.exp(-gap / 0.005), share, share ** 3, inv_v, inv_b,
+                     found_v * 1.0, found_b * 1.0, found_f * np.exp(-fig_gap / 0.02)], axis=-1)
+
+
+def channel_arrays(channels: Sequence[ChannelHits], ids: dict[str, int]) -> dict[str, np.ndarray | float]:
+    """One query variant's channels as `learned_features`' arguments over the candidates `ids`
+    (chunk id → position). The image channel's ranks are on the vector scale (figures_on_vector_scale),
+    its cosines compared with the vector channel's top (its own when the vector channel found nothing)."""
+    n = len(ids)
+    cos, fig, bm25 = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
+    rank_v, rank_b = np.full(n, np.inf), np.full(n, np.inf)
+    top: dict[str, float] = {}
+    for ch in sorted(channels, key=lambda c: _CHANNEL_ORDER.get(c.channel, 3)):  # the channels' order is no input
+        values, ranks = {VECTOR: (cos, rank_v), FIGURE: (fig, rank_v), BM25: (bm25, rank_b)}[ch.channel]
+        for i, (chunk_id, score) in enumerate(ch.hits):
+            values[ids[chunk_id]] = score
+            ranks[ids[chunk_id]] = ch.ranks[i] if ch.ranks is not None else i + 1
+        if ch.hits:
+            top.setdefault(ch.channel, ch.hits[0][1])
+    return {"cos": cos, "fig": fig, "bm25": bm25, "rank_v": rank_v, "rank_b": rank_b,
+            "top_v": top.get(VECTOR, top.get(FIGURE, 0.0)), "top_b": top.get(BM25, 0.0)}
+
+
+def learned_candidates(channels: Sequence[ChannelHits]) -> tuple[list[str], np.ndarray]:
+    """A question's candidates (first-seen order) and their features averaged over the query
+    variants with a text channel (a variant that did not find a candidate adds its features of
+    absence, ~0 for every coefficient)."""
+    ids: dict[str, int] = {}
+    for ch in channels:
+        for chunk_id, _ in ch.hits:
+            ids.setdefault(chunk_id, len(ids))
+    total = np.zeros((len(ids), len(LEARNED_FEATURES)))
+    for variant in sorted({ch.variant for ch in channels}):
+        total += learned_features(**channel_arrays([ch for ch in channels if ch.variant == variant], ids))
+    text_variants = {ch.variant for ch in channels if ch.channel != FIGURE}
+    return list(ids), total / max(1, len(text_variants))
+
+
+def first_everywhere(coef: Sequence[float], *, vector: bool, bm25: bool) -> float:
+    """The linear score of a chunk first in these text channels with their top cosine / score."""
+    one = lambda on, value: np.array([value if on else np.nan])  # noqa: E731
+    x = learned_features(one(vector, 0.0), one(False, 0.0), one(bm25, 1.0), np.array([1.0 if vector else np.inf]),
+                         np.array([1.0 if bm25 else np.inf]), 0.0, 1.0)[0]
+    return float(x @ np.asarray(coef, dtype=float))
+
+
+def learned_scale(coef: Sequence[float]) -> float:
+    """The logistic's width mapping a linear score onto the rrf scale: 2σ((s − first in both) / width)
+    is 1 for a chunk first in both text channels and 0.5 (RRF's value) for one first in a single
+    channel and absent from the other (the mean of the two such chunks)."""
+    both = first_everywhere(coef, vector=True, bm25=True)
+    single = (first_everywhere(coef, vector=True, bm25=False) + first_everywhere(coef, vector=False, bm25=True)) / 2
+    if not both > single:
+        raise ValueError("fusion_learned_coef must score a chunk first in both channels above one first in one only")
+    return (both - single) / math.log(3)
+
+
+@functools.lru_cache(maxsize=64)  # per question otherwise: four feature computations of their own
+def _anchors(coef: tuple[float, ...], vector: bool, bm25: bool) -> tuple[float, float]:
+    return first_everywhere(coef, vector=vector, bm25=bm25), learned_scale(coef)
+
+
+def learned_fuse(channels: Sequence[ChannelHits], coef: Sequence[float]) -> list[tuple[str, float]]:
+    """Learned fusion: a candidate's linear score s = features · coef (`learned_features`, averaged
+    over the query variants), best first; ties (rare: features are continuous) by reciprocal ranks
+    then chunk id, as score_fuse. Scores on the rrf scale: 2σ((s − s₁) / width), capped at 1, where
+    s₁ is the score of a chunk first in every text channel present with its top cosine / score
+    (so 1 = first everywhere, a figure that adds to it stays 1) and the width (`learned_scale`)
+    puts a chunk first in one channel only (absent from the other) at 0.5: RRF's two anchors, the
+    contract of adaptive top-k (0.95 / 0.5), the confidence instructions (0.4 / 0.6) and MMR, which
+    read the rrf scale. σ(s − s₁) itself is the pairwise model's probability that the chunk beats
+    one first everywhere; the width only tempers it onto those anchors."""
+    if len(coef) != len(LEARNED_FEATURES):
+        raise ValueError(f"fusion_learned_coef needs {len(LEARNED_FEATURES)} numbers, not {len(coef)}")
+    ids, x = learned_candidates(channels)
+    if not ids:
+        return []
+    text = {ch.channel for ch in channels if ch.channel != FIGURE}
+    top, width = _anchors(tuple(coef), VECTOR in text, BM25 in text)
+    linear = x @ np.asarray(coef, dtype=float)
+    scores = np.minimum(1.0, 2.0 / (1.0 + np.exp(np.clip((top - linear) / width, -700.0, 700.0)))).tolist()
+    by_rank = reciprocal_ranks(channels, TIE_RRF_K)
+    key = np.round(linear, 12).tolist()  # the order is the linear score's: capped scores still differ there
+    order = sorted(range(len(ids)), key=lambda j: (-key[j], -by_rank[ids[j]], ids[j]))
+    return [(ids[j], scores[j]) for j in order]
+
+
+FUSIONS = CHOICES["fusion"]  # ("learned", "score", "rrf"): the settings check a value against it too
 
 
 def fuse(channels: Sequence[ChannelHits], r: RetrievalSettings) -> list[tuple[str, float]]:
     """The channels of one question fused as the retrieval settings say (`fusion`, its weights)."""
+    if r.fusion == "learned":
+        return learned_fuse(channels, r.fusion_learned_coef)
     if r.fusion == "rrf":
         chs = dynamic_weights(channels, r.dynamic_rrf_gain) if r.dynamic_rrf_enabled else list(channels)
         return rrf_fuse(chs, r.rrf_k)

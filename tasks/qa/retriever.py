@@ -7,14 +7,14 @@ questions with one query-embedding call, one Chroma query per channel, one BM25 
 one DuckDB read and one cross-encoder call. DuckDB is the record: chunk text, section path and
 BM25 terms of the candidates come from its `chunks` table, never from Chroma's documents.
 
-Fusion (`tasks.qa.fusion`): by default score-aware — each channel's raw scores normalized against
-its own first hit and combined with weights that follow how sharply each channel singles out its
-first hit (an e5 channel whose cosines are all alike says little); `fusion = "rrf"` gives the
-seed's weighted RRF (k = 60). The image/table channel recalls figures beyond the vector channel's
-depth and ranks them where their cosine falls among the vector hits (ranked on their own, the
-first figure would outrank the best text for every question).
+Fusion (`tasks.qa.fusion`): by default learned — a linear model over each candidate's ranks and
+scores in every channel (a cosine's gap to the top cosine, a BM25 score's share of the top score),
+fitted on five question sets; `fusion = "score"` gives the score-aware convex combination,
+`fusion = "rrf"` the seed's weighted RRF (k = 60). The image/table channel recalls figures beyond
+the vector channel's depth and ranks them where their cosine falls among the vector hits (ranked on
+their own, the first figure would outrank the best text for every question).
 
-Scores live on named scales (seed 002: they do not compare): the fused score ("rrf" scale, either
+Scores live on named scales (seed 002: they do not compare): the fused score ("rrf" scale, every
 fusion) is on [0, 1] (1 = ranked first by every text channel and query), a reranked list carries
 cross-encoder probabilities. Adaptive top-k reads the list's own scale, so it works after a rerank too (seed
 defect 000 §6.3: the seed skipped it whenever the scores had come through RRF).

@@ -73,6 +73,28 @@ def test_settings_are_grouped_by_part(tmp_path, monkeypatch):
         Settings().replace(no_such_setting=1)
 
 
+def test_the_learned_fusion_coefficients_are_a_list_of_numbers(tmp_path, monkeypatch):
+    """`fusion_learned_coef`: a TOML array or a comma-separated KBFLOW_FUSION_LEARNED_COEF, kept as a
+    tuple, of exactly one number per feature; `fusion` is one of the three fusions."""
+    n = len(Settings().retrieval.fusion_learned_coef)
+    toml = tmp_path / "kbflow.toml"
+    toml.write_text(f"[retrieval]\nfusion_learned_coef = {[float(i) for i in range(n)]}\n")
+    s = load_settings(tmp_path / "h", config_file=toml)
+    assert s.retrieval.fusion_learned_coef == tuple(float(i) for i in range(n)) and hash(s)
+    monkeypatch.setenv("KBFLOW_FUSION_LEARNED_COEF", ",".join(["1.5"] * n))
+    assert load_settings(tmp_path / "h", config_file=toml).retrieval.fusion_learned_coef == (1.5,) * n
+    monkeypatch.setenv("KBFLOW_FUSION_LEARNED_COEF", "1,2")
+    with pytest.raises(SettingsError, match=f"fusion_learned_coef.*KBFLOW_FUSION_LEARNED_COEF.*{n} numbers"):
+        load_settings(tmp_path / "h", config_file=toml)
+    monkeypatch.delenv("KBFLOW_FUSION_LEARNED_COEF")
+    toml.write_text('fusion_learned_coef = ["a"]\n')
+    with pytest.raises(SettingsError, match="list of numbers"):
+        load_settings(tmp_path / "h", config_file=toml)
+    toml.write_text('fusion = "sum"\n')
+    with pytest.raises(SettingsError, match="learned, score, rrf"):
+        load_settings(tmp_path / "h", config_file=toml)
+
+
 @pytest.mark.parametrize("bad", ["", "a/b", "../x", "kb name", "x" * 57, "kb-", "a..b"])
 def test_kb_names_are_path_safe(bad):
     with pytest.raises(ValueError):

@@ -1,14 +1,22 @@
 """Fusion on hand-made rankings: weighted RRF normalized to the first place, the image channel on
-the vector scale, weights that follow each ranking's sharpness, and the score-aware fusion (the
-default): a strong single-channel hit kept, the fitted defaults applied, ties in a fixed order."""
+the vector scale, weights that follow each ranking's sharpness, the score-aware fusion (a strong
+single-channel hit kept, the fitted defaults applied, ties in a fixed order) and the learned fusion
+(the default): first everywhere first and at 1, the coefficients decide, the channels' order does
+not, and the bench fits on the very features the pipeline scores with."""
 from __future__ import annotations
 
+import itertools
+import sys
 from dataclasses import replace
+from pathlib import Path
 
+import numpy as np
 import pytest
 
+from schemas.qa import Question
 from schemas.settings import Settings
-from tasks.qa.fusion import dynamic_weights, figures_on_vector_scale, fuse, rrf_fuse, score_fuse, sharpness
+from tasks.qa.fusion import (FUSIONS, LEARNED_FEATURES, dynamic_weights, figures_on_vector_scale, fuse,
+                             learned_candidates, learned_fuse, rrf_fuse, score_fuse, sharpness)
 from tasks.qa.types import BM25, FIGURE, VECTOR, ChannelHits
 
 
@@ -53,9 +61,9 @@ def test_dynamic_weights_follow_each_ranking_sharpness():
     assert weights[0] == pytest.approx(0.5 * (1 + 3 / 9)) and weights[1] == pytest.approx(0.5 * (1 + 3 * 6.5 / 7.3))
 
 
-# ---------------------------------------------------------------- score-aware fusion (the default)
+# ---------------------------------------------------------------- score-aware fusion
 
-DEFAULTS = Settings().retrieval
+DEFAULTS = replace(Settings().retrieval, fusion="score")
 
 
 def test_a_strong_hit_of_one_channel_is_not_lost():
@@ -114,3 +122,84 @@ def test_score_fusion_is_normalized_and_orders_ties_deterministically():
     with_fig = dict(score_fuse([vec, bm, fig], vector_scale=0.05, bm25_scale=0.5))
     assert with_fig["t"] == pytest.approx((1 - 0.01 / 0.05) / 2)
     assert score_fuse([], vector_scale=0.05, bm25_scale=0.5) == []
+
+
+# ---------------------------------------------------------------- learned fusion (the default)
+
+COEF = Settings().retrieval.fusion_learned_coef
+
+
+def test_learned_fusion_is_the_default_and_puts_first_everywhere_first():
+    r = Settings().retrieval
+    assert r.fusion == FUSIONS[0] == "learned" and len(COEF) == len(LEARNED_FEATURES)
+    vec = ChannelHits(VECTOR, 0.5, [("a", 0.89), ("v", 0.88), ("b", 0.86)])
+    bm = ChannelHits(BM25, 0.5, [("a", 15.0), ("m", 14.0), ("b", 3.0)])
+    both_first = [vec, bm]
+    fused = fuse(both_first, r)
+    assert fused == learned_fuse(both_first, COEF) and fused[0] == ("a", pytest.approx(1.0))
+    # so with a query variant (widened questions): first in both channels of both variants is still 1
+    variants = both_first + [replace(ch, variant=1) for ch in both_first]
+    assert learned_fuse(variants, COEF)[0] == ("a", pytest.approx(1.0))
+    # a variant that misses a chunk halves its linear score: a vector-only chunk of variant 0 drops
+    one = dict(learned_fuse(both_first, COEF))["v"]
+    assert dict(learned_fuse([*both_first, replace(bm, variant=1)], COEF))["v"] < one
+    with pytest.raises(ValueError, match="fusion_learned_coef"):
+        learned_fuse(both_first, COEF[:-1])
+
+
+def test_learned_scores_are_on_the_rrf_scale():
+    """1 = first in every text channel present, 0.5 = first in one and absent from the other (RRF's
+    two anchors; with these coefficients both channels weigh the same), on [0, 1] throughout."""
+    even = (1.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.5)  # cosine gap, BM25 share, both ranks; figures
+    vec = ChannelHits(VECTOR, 0.5, [("a", 0.90), ("v", 0.85)] + [(f"x{i}", 0.8 - 0.01 * i) for i in range(30)])
+    bm = ChannelHits(BM25, 0.5, [("a", 20.0), ("b", 9.0)] + [(f"y{i}", 8.0 - 0.2 * i) for i in range(30)])
+    only_v = ChannelHits(VECTOR, 0.5, [("v", 0.90)])
+    fused = dict(learned_fuse([vec, bm], even))
+    assert fused["a"] == pytest.approx(1.0) and all(0.0 <= v <= 1.0 for v in fused.values())
+    assert dict(learned_fuse([only_v, replace(bm, hits=[("b", 20.0)])], even))["v"] == pytest.approx(0.5, abs=1e-4)
+    # a single channel's first hit is first everywhere in that mode (as in RRF and score fusion)
+    assert learned_fuse([bm], even)[0] == ("a", pytest.approx(1.0))
+    # a figure adds to a chunk's score and is capped at 1
+    fig = ChannelHits(FIGURE, 0.5, [("a", 0.90)], ranks=[1])
+    assert dict(learned_fuse([vec, bm, fig], even))["a"] == 1.0
+    assert learned_fuse([], even) == []
+
+
+def test_the_coefficients_decide_between_a_strong_single_channel_and_weak_agreement():
+    """BM25 finds `gold` far ahead of the rest; `both` is found by both channels, low in each."""
+    flat = [(f"v{i}", 0.845 - 0.0004 * i) for i in range(40)]
+    vec = ChannelHits(VECTOR, 0.5, flat[:20] + [("both", 0.80)] + flat[20:])
+    bm = ChannelHits(BM25, 0.5, [("gold", 24.0)] + [(f"w{i}", 8.0 - 0.1 * i) for i in range(9)] + [("both", 6.0)])
+    rank = lambda fused, cid: [c for c, _ in fused].index(cid)  # noqa: E731
+    assert rank(learned_fuse([vec, bm], COEF), "gold") < rank(learned_fuse([vec, bm], COEF), "both")
+    presence = (0.0, 0.0, 0.1, 0.0, 0.1, 0.1, 2.0, 2.0, 0.0)  # coefficients that value being found by both
+    assert rank(learned_fuse([vec, bm], presence), "both") < rank(learned_fuse([vec, bm], presence), "gold")
+
+
+def test_learned_fusion_does_not_depend_on_the_channels_order():
+    vec = ChannelHits(VECTOR, 0.5, [("a", 0.9), ("b", 0.9), ("c", 0.85)])
+    fig = figures_on_vector_scale(vec, ChannelHits(FIGURE, 0.5, [("t", 0.88), ("b", 0.9)]))
+    bm = ChannelHits(BM25, 0.5, [("c", 10.0), ("b", 10.0), ("z", 4.0)])
+    orders = [learned_fuse(list(chs), COEF) for chs in itertools.permutations([vec, fig, bm])]
+    assert all(o == orders[0] for o in orders) and {cid for cid, _ in orders[0]} == {"a", "b", "c", "t", "z"}
+
+
+def test_the_bench_fits_on_the_features_the_pipeline_scores_with(monkeypatch):
+    """bench/fusion_fit.py's SetMatrix features (what `fit_learned` trains on) are learned_fuse's own,
+    and its matrix order is learned_fuse's order."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[3] / "bench"))
+    sys.modules.pop("fusion_fit", None)
+    import fusion_fit as ff
+
+    questions = [Question("q1", "?"), Question("q2", "?")]
+    vec = ChannelHits(VECTOR, 0.5, [("a", 0.91), ("b", 0.9), ("c", 0.84)])
+    fig = figures_on_vector_scale(vec, ChannelHits(FIGURE, 0.5, [("t", 0.905)]))
+    bm = ChannelHits(BM25, 0.5, [("c", 11.0), ("d", 7.5), ("a", 2.0)])
+    channels = [[vec, fig, bm], [ChannelHits(BM25, 0.5, [("e", 3.0), ("f", 1.0)])]]
+    m = ff.SetMatrix.of(ff.CachedSet("toy", questions, channels, {}))
+    x = ff.learned_features(m)
+    for i, chs in enumerate(channels):
+        ids, mine = learned_candidates(chs)
+        np.testing.assert_array_equal(x[i, :len(ids)], mine)
+        order = np.argsort(-m.learned_scores(COEF)[i][:len(ids)], kind="stable")
+        assert [ids[j] for j in order] == [cid for cid, _ in learned_fuse(chs, COEF)]
