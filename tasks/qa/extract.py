@@ -204,7 +204,12 @@ def table_cell(question: str, content: str) -> Cell | None:
             total = row_score + 0.8 * max(score, 0.0)
             if best is None or total > best[0]:
                 best = (total, cell)
-    return best[1] if best else form_cell(q, content)
+    if best is not None:
+        return best[1]
+    grid = _grid(content)
+    # a form's rows differ in width ("姓名 | MinerU | 曾用名 | …" over "身份证号 |  | 籍贯 | "); a table's
+    # do not, and its header cells are no values ("Food | Calories per portion")
+    return form_cell(q, content) if len({len(r) for r in grid}) > 1 else None
 
 
 FORM_LABEL_MAX_CHARS = 12

@@ -129,3 +129,11 @@ def test_focus_is_what_stands_before_the_asking_word():
     assert focus("工会主席的工作职责是什么？") == "工作职责"
     assert focus("What is the weight of the cell?") == "weight"
     assert focus("How many calories per portion do berries have?") == ""
+
+
+def test_a_regular_table_is_no_form():
+    # word_sample.docx: every row as wide as the header; a question naming a header cell only asks
+    # which row holds a value, and "Food — Calories per portion" is no answer
+    content = "Food | Calories per portion\nLeaves | 50\nBerries | 150\nGrain | 200"
+    assert table_cell("Which food category has 50 calories per portion?", content) is None
+    assert table_cell("How many calories per portion do berries have?", content).value == "150"
