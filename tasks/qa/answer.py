@@ -74,7 +74,8 @@ _SENTENCE_END = re.compile(r"(?<=[。！？!?；;])|\n+|(?<=[.!?])\s+(?=[A-Z0-9\
 _PRONOUN_START = re.compile(r"^(?:(?:It|Its|This|These|They|Their|He|She|His|Her)\b|[它其他她]|由|并且|并|且|也|还)")
 MAX_SENTENCE_CHARS = 400
 MIN_SENTENCE_CHARS = 6  # shorter "sentences" are headings and labels
-_TOC_LINE = re.compile(r"[.．·…]{4,}\s*[0-9]*\s*$")  # a table-of-contents entry ("1.4.4 最大脉冲…..... 10")
+# a table-of-contents entry: a dot leader, solid or spaced ("1.4.4 最大脉冲…..... 10", "2.1.6 Change … . . . . 10")
+_TOC_LINE = re.compile(r"[.．·…]{4,}\s*[0-9]*\s*$|(?:[.．·…] ){4,}")
 FOCUS_WEIGHT = 2.0  # a question term naming what is asked (tasks.qa.extract.focus) weighs this much more
 LABEL_BONUS = 0.2  # a sentence giving what is asked about as "label: value" (as a named table cell gets 0.1)
 SECOND_UNIT_RATIO = 0.5  # a unit holding the asked number is added if it scores >= this x the best
@@ -224,9 +225,20 @@ def evidence_units(chunk) -> list[str]:
             return [f"{rows[0]}：{row}" for row in rows[1:]]
     units = sentences(evidence_text(chunk))
     # a sentence opening with a pronoun ("It featured early examples of cut, copy, and paste.") or with
-    # no subject ("由 zepinglee 开发") names its subject in the sentence before: quoted together
-    return [f"{units[i - 1]}{'' if _CJK_CHAR.match(u) else ' '}{u}" if i and _PRONOUN_START.match(u) else u
-            for i, u in enumerate(units)]
+    # no subject ("由 zepinglee 开发") names its subject in the sentence before; one ending with a colon
+    # ("The following CL commands can be used …:") is said by the line after it: quoted together
+    joined = []
+    for i, u in enumerate(units):
+        if i and _PRONOUN_START.match(u):
+            u = _join(units[i - 1], u)
+        if i + 1 < len(units) and u.endswith((":", "：")):
+            u = _join(u, units[i + 1])
+        joined.append(u)
+    return joined
+
+
+def _join(first: str, second: str) -> str:
+    return f"{first}{'' if _CJK_CHAR.match(second) else ' '}{second}"
 
 
 def _table_unit(question: str, chunk) -> tuple[str, str, bool] | None:
@@ -317,6 +329,8 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
         credit = 0.1 * c.score / best_score
         cell = _table_unit(question, c.chunk) if a.extractive_table_cells and c.chunk.chunk_type == TABLE \
             else None
+        if cell is not None and _TOC_LINE.search(cell[1]):  # a contents table ("2.1.6 Change … . . . . | 10")
+            continue
         if cell is not None:  # a cell never names whose table it is: its document does ("比亚迪")
             held = entity.get(c.source, set())
             named_words = words(cell[0]) | {w for w in qw if terms(w) and terms(w) <= held}

@@ -273,3 +273,31 @@ def test_a_line_giving_the_asked_about_label_its_value_answers():
     ctx = build_context([Candidate("byd.pdf_1", 0.9, chunk=declaration), Candidate("byd.pdf_21", 0.6, chunk=footer)], S)
     assert extractive_answer("比亚迪2025年一季报中的主管会计工作负责人是谁？", ctx, S).citations == ["byd.pdf_21"]
     assert "王传福" in extractive_answer("比亚迪的法定代表人是谁？", ctx, S).text
+
+
+def test_a_spaced_dot_leader_is_a_table_of_contents_line_and_an_ellipsis_is_not():
+    # redp5110_sampled.md: the contents list "2.1.6 Change Function Usage CL command. . . . . . . . 10"
+    toc = _chunk("redp.md_3", "2.1.6 Change Function Usage CL command. . . . . . . . . . . . . . . . . . . . . . 10", "text")
+    body = _chunk("redp.md_40", "The CHGFCNUSG CL command changes the usage of a function usage ID.", "text")
+    ctx = build_context([Candidate("redp.md_3", 0.9, chunk=toc), Candidate("redp.md_40", 0.5, chunk=body)], S)
+    assert extractive_answer("Which CL command changes a function usage ID?", ctx, S).citations == ["redp.md_40"]
+    said = _chunk("a.md_0", "他说……这件事要从1990年的那场大雨说起......后来就没有了。", "text")
+    ctx = build_context([Candidate("a.md_0", 0.9, chunk=said)], S)
+    assert "1990" in extractive_answer("这件事要从哪一年的大雨说起？", ctx, S).text
+
+
+def test_a_contents_table_gives_no_cell():
+    # redp5110_sampled.md renders its contents as a table: "2.1.6 Change … CL command. . . . | 10"
+    toc = _chunk("redp.md_3", "Contents | \n2.1.5 Function usage. . . . . . . . . . . . . . | 9\n"
+                 "2.1.6 Change Function Usage CL command. . . . . . . . . . . . . . . . | 10")
+    body = _chunk("redp.md_40", "The CHGFCNUSG CL command changes the usage of a function usage ID.", "text")
+    ctx = build_context([Candidate("redp.md_3", 0.9, chunk=toc), Candidate("redp.md_40", 0.5, chunk=body)], S)
+    assert extractive_answer("Which CL command changes a function usage ID?", ctx, S).citations == ["redp.md_40"]
+
+
+def test_a_sentence_ending_with_a_colon_is_quoted_with_the_line_it_introduces():
+    # party_union_rules_1page_table.pdf: the article introduces its conditions with a colon
+    rules = _chunk("rules.pdf_0", "第十五条 工会女职工委员会委员候选人应符合以下条件:\n（一）由女性工会主席或副主席担任主任；\n"
+                   "（二）热爱工会工作。", "text")
+    ctx = build_context([Candidate("rules.pdf_0", 0.9, chunk=rules)], S)
+    assert "女性工会主席或副主席" in extractive_answer("工会女职工委员会委员候选人应符合什么条件？", ctx, S).text
