@@ -16,6 +16,7 @@ _ENUM_QUERY = re.compile(r"有哪些|有哪几|哪几[个种类项条]|包括哪
                          r"哪些方面|主要内容|\blist\b|\bwhat are the\b", re.IGNORECASE)
 # "第三章", "第12条", "第二节" in a question: a chapter the answer must come from (seed 000 §5.2 [17])
 _CHAPTER = re.compile(r"第[一二三四五六七八九十百千零〇两\d]+[编章节条款篇部]")
+_DOCUMENT_PART = "部篇"  # "第1部分", "第二篇": a document of a series, not a chapter within one
 
 
 def is_enum_query(question: str) -> bool:
@@ -42,11 +43,22 @@ def filter_candidates(cands: Sequence[Candidate], *, inactive: set[str] | frozen
     wanted = set(sources or ())
     out = [c for c in cands if c.chunk is not None and c.chunk_id not in inactive
            and (not wanted or c.chunk.source in wanted) and (not section or in_section(c.chunk.section_path, section))]
-    if chapters:
-        narrowed = [c for c in out if any(m in c.chunk.section_path for m in chapters)]
-        if narrowed:
-            out = narrowed
-    return out
+    within = chapter_scope(out, chapters)
+    return [c for c in out if within(c)] if within is not None else out
+
+
+def chapter_scope(cands: Sequence[Candidate], chapters: Sequence[str]):
+    """What the chapters a question names keep, as a test of a candidate, or None when no candidate
+    holds one (no narrowing): a chunk whose section holds a marker ("第三条"); for a document part
+    ("第12部分", a multi-part standard's title, a heading the part's own chapters "1 范围" are siblings
+    of) every chunk of a document holding it."""
+    holding = [c for c in cands if c.chunk is not None and any(m in c.chunk.section_path for m in chapters)]
+    if not chapters or not holding:
+        return None
+    if all(m[-1] in _DOCUMENT_PART for m in chapters):
+        sources = {c.chunk.source for c in holding}
+        return lambda c: c.chunk is not None and c.chunk.source in sources
+    return lambda c: c.chunk is not None and any(m in c.chunk.section_path for m in chapters)
 
 
 def term_id_sets(token_lists: Sequence[Sequence[str]], vocab: dict[str, int] | None = None) -> list[np.ndarray]:

@@ -34,8 +34,8 @@ import numpy as np
 from schemas.chunk import Chunk
 from schemas.qa import RERANK, RRF
 from schemas.settings import Settings
-from tasks.qa.filters import (adaptive_top_k, chapter_markers, filter_candidates, in_section, is_enum_query, mmr,
-                              term_id_sets)
+from tasks.qa.filters import (adaptive_top_k, chapter_markers, chapter_scope, filter_candidates, in_section,
+                              is_enum_query, mmr, term_id_sets)
 from tasks.qa.fusion import figures_on_vector_scale, fuse
 from tasks.qa.rerank import Reranker, rerank, reranker_from_settings
 from tasks.qa.rescue import rescue
@@ -246,12 +246,15 @@ class Retriever:
         cands = self._fuse(chs, records)
         r.trace("rrf", cands)
         chapters = chapter_markers(r.question) if s.retrieval.section_filter_enabled else []
-        cands = filter_candidates(cands, inactive=self.inactive, sources=sources, section=section, chapters=chapters)
+        cands = filter_candidates(cands, inactive=self.inactive, sources=sources, section=section)
+        within = chapter_scope(cands, chapters)  # the question's chapter, when a candidate holds it
+        if within is not None:
+            cands = [c for c in cands if within(c)]
         r.trace("filter", cands)
         # BM25's own top ranks, for the divergence rescue (seed 000 §8.1 `_bm25_top3`), same filters
         bm25_top = self._bm25_top(chs, records, cands, sources, section)
-        if chapters and any(m in c.section for c in cands for m in chapters):  # the question's chapter held
-            bm25_top = [c for c in bm25_top if any(m in c.section for m in chapters)]
+        if within is not None:
+            bm25_top = [c for c in bm25_top if within(c)]
         if s.retrieval.mmr_enabled:
             lam = s.retrieval.enum_query_mmr_lambda if is_enum_query(r.question) else s.retrieval.mmr_lambda
             cands = mmr(cands, mmr_k, lam, term_ids=self._term_ids)

@@ -37,6 +37,19 @@ def test_filters_status_source_section_and_chapters():
     assert ids(filter_candidates(cands, chapters=["第九章"])) == ["a", "b", "c", "d"]  # no match: no narrowing
 
 
+def test_a_part_of_a_multi_part_standard_keeps_its_whole_document():
+    # nbt_npp_periodic_safety_review_part12_design_draft.docx: the title "核电厂定期安全评价 第12部分 设计" is a
+    # level-1 heading of its own chunk; "1 范围", "2 规范性引用文件" are its siblings, not under it
+    cands = [cand("p12_11", source="part12.docx", section="核电厂定期安全评价 第12部分 设计"),
+             cand("p12_12", source="part12.docx", section="1 范围"),
+             cand("p12_13", source="part12.docx", section="2 规范性引用文件"),
+             cand("p1_12", source="part1.docx", section="核电厂定期安全评价 第1部分：通用要求 > 1.1 范围")]
+    ids = lambda cs: [c.chunk_id for c in cs]  # noqa: E731
+    assert chapter_markers("核电厂定期安全评价第12部分中，设计要素的评价范围是什么？") == ["第12部"]
+    assert ids(filter_candidates(cands, chapters=["第12部"])) == ["p12_11", "p12_12", "p12_13"]
+    assert ids(filter_candidates(cands, chapters=["第1部"])) == ["p1_12"]
+
+
 def test_mmr_drops_near_duplicates_and_keeps_fused_order():
     sim = jaccard_matrix([["甲", "乙", "丙"], ["甲", "乙", "丙"], ["丁", "戊"], []])
     assert sim[0, 1] == 1.0 and sim[0, 2] == 0.0 and sim[3, 3] == 0.0
