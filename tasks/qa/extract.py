@@ -179,7 +179,8 @@ def table_cell(question: str, content: str) -> Cell | None:
     q, q_numbers = terms(question), _numbers(question)
     wants_words = answers_what_is_asked(question) is None  # "原因是什么", not "多少" / "哪一年"
     best: tuple[float, Cell] | None = None
-    for headers, rows in _blocks(_grid(content)):
+    grid = _grid(content)
+    for headers, rows in _blocks(grid):
         col_scores = [_column_score(h, q, q_numbers) for h in headers]
         for row in rows:
             # the label: the first cell, or the second after a "No." column ("1.1.1 | 电芯容量 | …")
@@ -206,7 +207,6 @@ def table_cell(question: str, content: str) -> Cell | None:
                 best = (total, cell)
     if best is not None:
         return best[1]
-    grid = _grid(content)
     # a form's rows differ in width ("姓名 | MinerU | 曾用名 | …" over "身份证号 |  | 籍贯 | "); a table's
     # do not, and its header cells are no values ("Food | Calories per portion")
     return form_cell(q, content) if len({len(r) for r in grid}) > 1 else None
@@ -226,14 +226,14 @@ def form_cell(question_terms: set[str], content: str) -> Cell | None:
             title = line.strip() if len(line.strip()) <= 2 * FORM_LABEL_MAX_CHARS else title
             continue
         row = [c.strip() for c in line.split(" | ")]
+        title_score = named(title, question_terms)
         for j, label in enumerate(row[:-1]):
             value = row[j + 1]
             if not value or len(label) > FORM_LABEL_MAX_CHARS:
                 continue
             score = named(label, question_terms)
-            if score > 0 and (best is None or score + 0.5 * named(title, question_terms) > best[0]):
-                best = (score + 0.5 * named(title, question_terms),
-                        Cell(title, label, value, named(title, question_terms), score) if title
+            if score > 0 and (best is None or score + 0.5 * title_score > best[0]):
+                best = (score + 0.5 * title_score, Cell(title, label, value, title_score, score) if title
                         else Cell(label, "", value, score, 0.0))
     return best[1] if best else None
 

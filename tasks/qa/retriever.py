@@ -246,10 +246,8 @@ class Retriever:
         cands = self._fuse(chs, records)
         r.trace("rrf", cands)
         chapters = chapter_markers(r.question) if s.retrieval.section_filter_enabled else []
-        cands = filter_candidates(cands, inactive=self.inactive, sources=sources, section=section)
-        within = chapter_scope(cands, chapters)  # the question's chapter, when a candidate holds it
-        if within is not None:
-            cands = [c for c in cands if within(c)]
+        cands = filter_candidates(cands, inactive=self.inactive, sources=sources, section=section, chapters=chapters)
+        within = chapter_scope(cands, chapters)  # what the question's chapter kept, when a candidate held it
         r.trace("filter", cands)
         # BM25's own top ranks, for the divergence rescue (seed 000 §8.1 `_bm25_top3`), same filters
         bm25_top = self._bm25_top(chs, records, cands, sources, section)

@@ -220,6 +220,11 @@ def test_a_table_of_contents_line_is_not_an_answer():
     assert extractive_answer("10s短脉冲的最大脉冲放电电流是多少？", ctx, S).citations == ["spec.md_9"]
 
 
+def _context(*scored: tuple[Chunk, float]) -> Context:
+    """A context of these chunks with these fused scores."""
+    return build_context([Candidate(c.chunk_id, score, chunk=c) for c, score in scored], S)
+
+
 def test_lines_a_pdf_wrapped_are_one_sentence_and_items_stay_apart():
     # the Civil Code's text layer (prc_civil_code.pdf, chunk 142): the line ends where the page did
     text = ("第五百八十六条 当事人可以约定一方向对方给付定金作为\n债权的担保。定金的数额由当事人约定；但是，不得超过主合同标的额的\n"
@@ -237,7 +242,7 @@ def test_the_question_words_decide_where_bigrams_tie():
     # both articles share 16 bigrams with the question; only one is about 死亡 (prc_civil_code.pdf chunk 17)
     law = _chunk("civil.pdf_17", "第四十条 自然人下落不明满二年的，利害关系人可以向人民法院申请宣告该自然人为失踪人。\n"
                  "第四十六条 自然人有下列情形之一的，利害关系人可以向人民法院申请宣告该自然人死亡:（一）下落不明满四年；", "text")
-    ctx = build_context([Candidate("civil.pdf_17", 0.9, chunk=law)], S)
+    ctx = _context((law, 0.9))
     assert "下落不明满四年" in extractive_answer("自然人下落不明满几年，利害关系人可以申请宣告其死亡？", ctx, S).text
 
 
@@ -245,14 +250,14 @@ def test_what_the_question_asks_about_outweighs_its_setting():
     # as many of the question's words each; the words before "是多少" name what is asked
     setting = _chunk("report.pdf_1", "三季度末公司销售承压。", "text")
     asked = _chunk("report.pdf_2", "存货周转天数为346天。", "text")
-    ctx = build_context([Candidate("report.pdf_1", 0.9, chunk=setting), Candidate("report.pdf_2", 0.9, chunk=asked)], S)
+    ctx = _context((setting, 0.9), (asked, 0.9))
     assert extractive_answer("三季度末公司的存货周转天数是多少天？", ctx, S).citations == ["report.pdf_2"]
 
 
 def test_a_sentence_opening_with_a_pronoun_is_quoted_with_the_one_naming_its_subject():
     doc = _chunk("multi_page.pdf_8", "WordStar was released in 1978. It featured early examples of modern features like "
                  "cut, copy, and paste. Later editors copied them.", "text")
-    ctx = build_context([Candidate("multi_page.pdf_8", 0.9, chunk=doc)], S)
+    ctx = _context((doc, 0.9))
     answer = extractive_answer("Which word processor featured early examples of cut, copy, and paste?", ctx, S)
     assert answer.text.startswith("WordStar was released in 1978. It featured early examples")
 
@@ -261,7 +266,7 @@ def test_a_sentence_with_no_subject_is_quoted_with_the_one_before():
     # ucasthesis_template_guide.pdf, chunk 28
     guide = _chunk("guide.pdf_28", "2.2.7 Biblio 文件夹\n1. ref.bib:参考文献信息库。\n2. gbt7714-xxx.bst:文献样式定义文件。"
                    "由 zepinglee 开发，在最新国标的基础上对 ucas 进行了定制。", "text")
-    ctx = build_context([Candidate("guide.pdf_28", 0.9, chunk=guide)], S)
+    ctx = _context((guide, 0.9))
     assert "zepinglee" in extractive_answer("ucasthesis模板中gbt7714文献样式文件是由谁开发的？", ctx, S).text
 
 
@@ -270,7 +275,7 @@ def test_a_line_giving_the_asked_about_label_its_value_answers():
     declaration = _chunk("byd.pdf_1", "2.公司负责人、主管会计工作负责人及会计机构负责人(会计主管人员)声明:保证季度报告中财务信息的真实、"
                          "准确、完整。", "text")
     footer = _chunk("byd.pdf_21", "法定代表人:王传福 主管会计工作负责人:周亚琳\n会计机构负责人:刘惠\n2、合并利润表", "text")
-    ctx = build_context([Candidate("byd.pdf_1", 0.9, chunk=declaration), Candidate("byd.pdf_21", 0.6, chunk=footer)], S)
+    ctx = _context((declaration, 0.9), (footer, 0.6))
     assert extractive_answer("比亚迪2025年一季报中的主管会计工作负责人是谁？", ctx, S).citations == ["byd.pdf_21"]
     assert "王传福" in extractive_answer("比亚迪的法定代表人是谁？", ctx, S).text
 
@@ -279,10 +284,10 @@ def test_a_spaced_dot_leader_is_a_table_of_contents_line_and_an_ellipsis_is_not(
     # redp5110_sampled.md: the contents list "2.1.6 Change Function Usage CL command. . . . . . . . 10"
     toc = _chunk("redp.md_3", "2.1.6 Change Function Usage CL command. . . . . . . . . . . . . . . . . . . . . . 10", "text")
     body = _chunk("redp.md_40", "The CHGFCNUSG CL command changes the usage of a function usage ID.", "text")
-    ctx = build_context([Candidate("redp.md_3", 0.9, chunk=toc), Candidate("redp.md_40", 0.5, chunk=body)], S)
+    ctx = _context((toc, 0.9), (body, 0.5))
     assert extractive_answer("Which CL command changes a function usage ID?", ctx, S).citations == ["redp.md_40"]
     said = _chunk("a.md_0", "他说……这件事要从1990年的那场大雨说起......后来就没有了。", "text")
-    ctx = build_context([Candidate("a.md_0", 0.9, chunk=said)], S)
+    ctx = _context((said, 0.9))
     assert "1990" in extractive_answer("这件事要从哪一年的大雨说起？", ctx, S).text
 
 
@@ -291,7 +296,7 @@ def test_a_contents_table_gives_no_cell():
     toc = _chunk("redp.md_3", "Contents | \n2.1.5 Function usage. . . . . . . . . . . . . . | 9\n"
                  "2.1.6 Change Function Usage CL command. . . . . . . . . . . . . . . . | 10")
     body = _chunk("redp.md_40", "The CHGFCNUSG CL command changes the usage of a function usage ID.", "text")
-    ctx = build_context([Candidate("redp.md_3", 0.9, chunk=toc), Candidate("redp.md_40", 0.5, chunk=body)], S)
+    ctx = _context((toc, 0.9), (body, 0.5))
     assert extractive_answer("Which CL command changes a function usage ID?", ctx, S).citations == ["redp.md_40"]
 
 
@@ -299,5 +304,5 @@ def test_a_sentence_ending_with_a_colon_is_quoted_with_the_line_it_introduces():
     # party_union_rules_1page_table.pdf: the article introduces its conditions with a colon
     rules = _chunk("rules.pdf_0", "第十五条 工会女职工委员会委员候选人应符合以下条件:\n（一）由女性工会主席或副主席担任主任；\n"
                    "（二）热爱工会工作。", "text")
-    ctx = build_context([Candidate("rules.pdf_0", 0.9, chunk=rules)], S)
+    ctx = _context((rules, 0.9))
     assert "女性工会主席或副主席" in extractive_answer("工会女职工委员会委员候选人应符合什么条件？", ctx, S).text
