@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from html.parser import HTMLParser
 
 from schemas.chunk import TABLE, Chunk
@@ -16,18 +16,22 @@ class _RowCollector(HTMLParser):
         self._row: list[str] | None = None
         self._depth = 0  # nested tables are flattened into their outer cell
         self.widths: list[int] = []  # per row: cells counted with their colspan
+        self.spans: list[list[tuple[int, int]]] = []  # per row: each cell's (colspan, rowspan)
         self._width = 0
+        self._span = (1, 1)
+        self._row_spans: list[tuple[int, int]] = []
 
     def handle_starttag(self, tag: str, attrs: list) -> None:
         if tag == "table":
             self._depth += 1
         elif self._depth == 1 and tag == "tr":
             self._row = []
+            self._row_spans = []
             self._width = 0
         elif self._depth == 1 and tag in ("td", "th"):
             self._cell = []
-            span = dict(attrs).get("colspan") or "1"
-            self._width += int(span) if span.isdigit() else 1
+            self._span = (_span(attrs, "colspan"), _span(attrs, "rowspan"))
+            self._width += self._span[0]
         elif tag in ("br", "p", "li") and self._cell is not None and self._cell:
             self._cell.append(" ")
 
@@ -36,15 +40,22 @@ class _RowCollector(HTMLParser):
             self._depth -= 1
         elif self._depth == 1 and tag in ("td", "th") and self._cell is not None and self._row is not None:
             self._row.append(" ".join("".join(self._cell).split()))
+            self._row_spans.append(self._span)
             self._cell = None
         elif self._depth == 1 and tag == "tr" and self._row is not None:
             self.rows.append(self._row)
             self.widths.append(self._width)
+            self.spans.append(self._row_spans)
             self._row = None
 
     def handle_data(self, data: str) -> None:
         if self._cell is not None:
             self._cell.append(data)
+
+
+def _span(attrs: list, name: str) -> int:
+    value = (dict(attrs).get(name) or "1").strip()
+    return max(1, int(value)) if value.isdigit() else 1
 
 
 def _collect(html: str) -> _RowCollector:
@@ -63,9 +74,111 @@ def column_count(html: str) -> int:
     return max(_collect(html).widths, default=0)
 
 
+# a spanned cell's text is repeated in the rows it covers (a row group's label, "ImageNet-LT") and over
+# the sub-columns it heads ("CIFAR-10-LT" over "200 | 100 | 50") when it is this short; a longer one
+# (a note, a cell MinerU stuffed with a whole nested table) is written once
+SPAN_REPEAT_MAX_CHARS = 40
+
+
+@dataclass(frozen=True)
+class _Cell:
+    text: str
+    row: int
+    column: int
+    columns: int  # colspan
+
+
+def table_grid(html: str) -> list[list[str]]:
+    """The table as a grid with its spans resolved, so that every row reads on its own: a rowspan's
+    label stands in each row it covers ("ImageNet-LT | CC-SAM | ResNeXt-50 | 63.1"), a colspan that
+    heads sub-columns stands over each ("| CIFAR-10-LT | CIFAR-10-LT | CIFAR-10-LT" over "| 200 | 100 |
+    50"). A row that is one cell across the table (a note, a sub-table's title: "前10名无限售条件股东持股
+    情况") is that one cell, and it separates parts whose columns are laid out apart: within a part,
+    columns that are one cell (or empty) in every row are one column, so a colspan used for layout
+    ("0" over two columns in each row) is not repeated."""
+    parsed = _collect(html)
+    n = len(parsed.rows)
+    owner: dict[tuple[int, int], _Cell] = {}
+    for r, (row, spans) in enumerate(zip(parsed.rows, parsed.spans)):
+        c = 0
+        for text, (colspan, rowspan) in zip(row, spans):
+            while (r, c) in owner:
+                c += 1
+            cell = _Cell(text, r, c, colspan)
+            for dr in range(min(rowspan, n - r)):
+                for dc in range(colspan):
+                    owner[(r + dr, c + dc)] = cell
+            c += colspan
+    width = 1 + max((c for _, c in owner), default=-1)
+
+    def across(r: int) -> bool:  # one cell over every column of row r
+        return len({id(owner.get((r, c))) for c in range(width)}) == 1 and (r, 0) in owner
+
+    grid: list[list[str]] = []
+    part: list[int] = []
+    for r in range(n + 1):
+        if r == n or across(r):
+            grid += _part_rows(part, owner, width)
+            part = []
+            if r < n:
+                grid.append([owner[(r, 0)].text])
+        else:
+            part.append(r)
+    return grid
+
+
+def _part_rows(rows: list[int], owner: dict[tuple[int, int], _Cell], width: int) -> list[list[str]]:
+    """The rows of one part of a table (`table_grid`), its columns merged where no row tells them apart."""
+    def same(r: int, c: int) -> bool:  # row r has one cell over columns c - 1 and c (or none at c)
+        cell = owner.get((r, c))
+        return cell is None or cell is owner.get((r, c - 1))
+
+    def spanned(r: int, c: int) -> bool:  # row r writes one text over columns c - 1 and c
+        cell = owner.get((r, c))
+        return cell is not None and cell is owner.get((r, c - 1)) and bool(cell.text)
+
+    def joins(c: int) -> bool:  # column c is column c - 1's: no row tells them apart
+        if all(same(r, c) for r in rows):
+            return True
+        # beside an empty cell too when some row writes one text over both (MinerU's "MiSLAS" beside an
+        # empty colspan under the "Method" colspan); a form's blank field is a column of its own
+        return (all(same(r, c) or not owner[(r, c)].text for r in rows)
+                and any(spanned(r, c) for r in rows))
+
+    starts = [c for c in range(width) if c == 0 or not joins(c)]
+    bounds = list(zip(starts, starts[1:] + [width]))
+
+    def heads_columns(cell: _Cell, r: int) -> bool:  # the row below splits the cell's columns
+        below = {id(owner.get((r + 1, c))) for c in range(cell.column, cell.column + cell.columns)
+                 if (r + 1, c) in owner}
+        return r + 1 in rows and len(below) > 1
+
+    out = []
+    for r in rows:
+        row: list[str] = []
+        for lo, hi in bounds:
+            cells = [owner[(r, c)] for c in range(lo, hi) if (r, c) in owner]
+            cell = next((x for x in cells if x.text), cells[0] if cells else None)
+            if cell is None:
+                row.append("")
+            elif cell.row == r and lo <= cell.column < hi:
+                row.append(cell.text)
+            elif len(cell.text) > SPAN_REPEAT_MAX_CHARS:
+                row.append("")
+            elif lo <= cell.column < hi:  # a rowspan: its label in every row it covers
+                row.append(cell.text)
+            else:  # a colspan: over each sub-column it heads, else once
+                row.append(cell.text if heads_columns(cell, cell.row) else "")
+        while row and not row[-1] and not any((r, c) in owner for c in range(bounds[len(row) - 1][0], width)):
+            row.pop()
+        out.append(row)
+    return out
+
+
 def table_text(html: str) -> str:
-    """Readable text of an HTML table: one line per row, cells joined by ' | '."""
-    return "\n".join(" | ".join(row) for row in html_table_rows(html) if any(row))
+    """Readable text of an HTML table: one line per row, cells joined by ' | ', spans resolved
+    (`table_grid`)."""
+    return "\n".join(" | ".join(row) for row in table_grid(html) if any(row))
 
 
 CONTINUATION = re.compile(r"续表|[（(]\s*续\s*[）)]|continued", re.IGNORECASE)

@@ -241,15 +241,30 @@ def _join(first: str, second: str) -> str:
     return f"{first}{'' if _CJK_CHAR.match(second) else ' '}{second}"
 
 
-def _table_unit(question: str, chunk) -> tuple[str, str, bool] | None:
+def _table_unit(question: str, chunk, subject: frozenset[str] = frozenset()) -> tuple[str, str, bool] | None:
     """A table chunk's answer to the question as (what names the cell: label, header, caption,
     section; "row — column: value"; whether the question named the column too), or None when the
-    question names none of its row labels."""
-    cell = table_cell(question, chunk.content)
+    question names none of its row labels. `subject`: the question's terms that name the document."""
+    cell = table_cell(question, chunk.content, subject)
     if cell is None:
         return None
     where = " ".join((cell.label, cell.header, chunk.caption, chunk.section_path.rsplit(" > ", 1)[-1]))
     return where, cell.text, cell.column_score > 0
+
+
+# a question term most of a document's text chunks in the context hold ("CC-SAM" of "In the CC-SAM
+# paper, what does MiSLAS reach …") names the document; a row it names is weaker evidence
+SUBJECT_SHARE = 0.6
+
+
+def _subject_terms(question_terms: set[str], context: Context) -> dict[str, frozenset[str]]:
+    """Per source with ≥ 2 text chunks in the context, the question's terms ≥ SUBJECT_SHARE of them hold."""
+    held: dict[str, list[frozenset[str]]] = {}
+    for c in context.chunks:
+        if c.chunk.chunk_type != TABLE:
+            held.setdefault(c.source, []).append(terms(evidence_text(c.chunk)) & question_terms)
+    return {source: frozenset(t for t in question_terms if sum(t in f for f in found) >= SUBJECT_SHARE * len(found))
+            for source, found in held.items() if len(found) >= 2}
 
 
 def _document_terms(question_terms: set[str], context: Context) -> dict[str, set[str]]:
@@ -322,12 +337,13 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     a = settings.answer
     best_score = max((c.score for c in context.chunks), default=0.0) or 1.0
     entity = _document_terms(q, context)
+    subjects = _subject_terms(q, context)
     qw = words(question)
     units: list[_Unit] = []
     for order, c in enumerate(context.chunks):
         headings = {clean_text(h) for h in c.chunk.section_path.split(" > ") + [c.chunk.title] if h}
         credit = 0.1 * c.score / best_score
-        cell = _table_unit(question, c.chunk) if a.extractive_table_cells and c.chunk.chunk_type == TABLE \
+        cell = _table_unit(question, c.chunk, subjects.get(c.source, frozenset())) if a.extractive_table_cells and c.chunk.chunk_type == TABLE \
             else None
         if cell is not None and _TOC_LINE.search(cell[1]):  # a contents table ("2.1.6 Change … . . . . | 10")
             continue

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -45,6 +46,10 @@ _DATE = re.compile(r"[0-9]+\s*[年月日]|[0-9]{4}\s*[-/.]\s*[0-9]{1,2}|\b(?:1[5
 _NUMBER = re.compile(r"[0-9]+")
 _CJK_DIGITS = "零〇一二两三四五六七八九十百千万亿"
 _CJK_NUMBER = re.compile(rf"(?<![第{_CJK_DIGITS}])((?:百分之)?[{_CJK_DIGITS}]{{2,}}|[{_CJK_DIGITS}](?=[年月日天周岁个次倍人名项条元]))")
+# a cell that is a number (a value, not a word naming the row: "ResNeXt-50" and "CIFAR-10-LT" are words)
+_NUMBER_CELL = re.compile(r"^[\s(（]*[-+−~≈<>≤≥±]?\s*[0-9][0-9,.\s]*(?:%|‰|[a-zA-Z]{0,3})?[)）]?\s*(?:[（(].*)?$")
+MAX_KEY_CELLS = 3
+SUBJECT_ROW_WEIGHT = 0.1  # a row named by the document's own name ("CC-SAM") only breaks ties  # word cells read as the row's label: a dataset, a method, a backbone
 _NUMBERING = re.compile(r"^(?:no\.?|序号|[0-9]+(?:\.[0-9]+)*\.?)$", re.IGNORECASE)
 # words that ask rather than name: never evidence that a row or column was meant
 _ASKING = {"什么", "多少", "哪些", "哪个", "是多", "少元", "为多", "是什", "有哪", "how", "much", "many", "what",
@@ -64,9 +69,10 @@ def terms(text: str) -> frozenset[str]:
     return frozenset(out - _ASKING)
 
 
-def named(text: str, question_terms: set[str]) -> float:
-    """How well the question names `text`: matched terms x the share of text's terms matched."""
-    own = terms(text)
+def named(text: str, question_terms: set[str], neutral: frozenset[str] = frozenset()) -> float:
+    """How well the question names `text`: matched terms x the share of text's terms matched (terms
+    in `neutral` count neither way)."""
+    own = terms(text) - neutral
     if not own:
         return 0.0
     hit = len(own & question_terms)
@@ -94,7 +100,20 @@ class Cell:
 
 
 def _grid(content: str) -> list[list[str]]:
-    return [[c.strip() for c in line.split(" | ")] for line in (content or "").splitlines() if " | " in line]
+    return [row for row, _ in _rows(content)]
+
+
+def _rows(content: str) -> list[tuple[list[str], bool]]:
+    """The table's rows, each with whether a line across the table (a sub-table's title, a note) came
+    right before it."""
+    out, titled = [], False
+    for line in (content or "").splitlines():
+        if " | " in line:
+            out.append(([c.strip() for c in line.split(" | ")], titled))
+            titled = False
+        elif line.strip():
+            titled = True
+    return out
 
 
 def _is_value(cell: str) -> bool:
@@ -105,40 +124,55 @@ def _value_row(row: list[str]) -> bool:
     return any(_is_value(c) for c in row[1:])
 
 
-def _blocks(grid: list[list[str]]) -> list[tuple[list[str], list[list[str]]]]:
+def _blocks(rows: list[tuple[list[str], bool]]) -> list[tuple[list[str], list[list[str]]]]:
     """(headers per column, data rows) blocks: the first row and the value-less rows with an empty
     first cell right after it are the header, joined per column (a row with a label is data even
     when its values are words: "<-30 | 不允许 | 不允许"); a later value-less row with an empty first
-    cell and ≥ 2 named columns starts a new block ("| 本报告期末 | 上年度末")."""
+    cell and ≥ 2 named columns starts a new block ("| 本报告期末 | 上年度末"), as does a value-less row
+    right after a line across the table (a sub-table's title: "前10名无限售条件股东持股情况")."""
     blocks: list[tuple[list[str], list[list[str]]]] = []
     header_rows: list[list[str]] = []
-    rows: list[list[str]] = []
-    for row in grid:
-        starts_block = not _value_row(row) and not row[0] and sum(bool(c) for c in row[1:]) >= 2
+    data: list[list[str]] = []
+    for row, titled in rows:
+        named_cells = sum(bool(c) for c in row[1:])
+        starts_block = not _value_row(row) and (not row[0] or titled) and named_cells >= 2
         # under a header row of colspans (" | ImageNet-LT | Places-LT"), a wider value-less row is its
-        # sub-header even with a first cell ("Method | Many | … | F-measure")
-        sub_header = bool(header_rows) and len(row) > len(header_rows[-1]) and not _value_row(row)
-        if not header_rows or (not rows and (sub_header or not row[0]) and not _value_row(row)) \
-                or (rows and starts_block):
-            if rows:
-                blocks.append((_join_headers(header_rows, _width(rows)), rows))
-                header_rows, rows = [], []
+        # sub-header even with a first cell ("Method | Many | … | F-measure"); under a header cell
+        # repeated over its sub-columns ("| CIFAR-10-LT | CIFAR-10-LT"), the row that tells them apart
+        # is, even of numbers ("Imbalance Ratio | 200 | 100")
+        sub_header = bool(header_rows) and not data and (
+            (len(row) > len(header_rows[-1]) and not _value_row(row)) or _splits_groups(header_rows[-1], row))
+        if not header_rows or (not data and (sub_header or (not row[0] and not _value_row(row)))) \
+                or (data and starts_block):
+            if data:
+                blocks.append((_join_headers(header_rows, _width(data)), data))
+                header_rows, data = [], []
             header_rows.append(row)
         else:
-            rows.append(row)
-    if rows:
-        blocks.append((_join_headers(header_rows, _width(rows)), rows))
+            data.append(row)
+    if data:
+        blocks.append((_join_headers(header_rows, _width(data)), data))
     return blocks
 
 
+def _splits_groups(header: list[str], row: list[str]) -> bool:
+    """Does `row` tell apart the columns a header cell is repeated over ("CIFAR-10-LT" thrice over
+    "200 | 100 | 50")?"""
+    return any(header[j] and header[j] == header[j + 1] and j + 1 < len(row) and row[j] != row[j + 1]
+               for j in range(len(header) - 1))
+
+
 def _width(rows: list[list[str]]) -> int:
-    return max((len(r) for r in rows), default=0)
+    """The width most rows have (a row MinerU broke into more cells does not widen the table)."""
+    counts = Counter(len(r) for r in rows)
+    return max(counts, key=lambda w: (counts[w], w), default=0)
 
 
 def _join_headers(header_rows: list[list[str]], width: int = 0) -> list[str]:
     width = max([width, *(len(r) for r in header_rows)])
     rows = [_spread(r, width) for r in header_rows]
-    return [" ".join(r[i] for r in rows if i < len(r) and r[i]).strip() for i in range(width)]
+    # a rowspan stands in each header row it covers ("股份种类" over "股份种类 | 数量"): named once
+    return [" ".join(dict.fromkeys(r[i] for r in rows if i < len(r) and r[i])) for i in range(width)]
 
 
 def _spread(row: list[str], width: int) -> list[str]:
@@ -174,22 +208,36 @@ def _column_score(header: str, question_terms: set[str], question_numbers: set[s
     return score
 
 
-def table_cell(question: str, content: str) -> Cell | None:
-    """The cell of a " | " table the question asks for, or None when no row label is named."""
+def table_cell(question: str, content: str, subject: frozenset[str] = frozenset()) -> Cell | None:
+    """The cell of a " | " table the question asks for, or None when no row label is named. The
+    question's terms in `subject` name the document ("CC-SAM" of "in the CC-SAM paper, what does
+    MiSLAS reach"): a row they name ranks below a row the question's other terms name."""
     q, q_numbers = terms(question), _numbers(question)
     wants_words = answers_what_is_asked(question) is None  # "原因是什么", not "多少" / "哪一年"
     best: tuple[float, Cell] | None = None
-    grid = _grid(content)
-    for headers, rows in _blocks(grid):
+    rows = _rows(content)
+    grid = [row for row, _ in rows]
+    asked = _plain(question)
+    for headers, data in _blocks(rows):
         col_scores = [_column_score(h, q, q_numbers) for h in headers]
-        for row in rows:
-            # the label: the first cell, or the second after a "No." column ("1.1.1 | 电芯容量 | …")
+        for row in data:
+            # the label: the first cell, or the second after a "No." column ("1.1.1 | 电芯容量 | …"),
+            # with the word cells after it that name the row too (a row group's "ImageNet-LT | CC-SAM
+            # | ResNeXt-50 | 63.1"); a label the question writes out ("≥-10" in "温度≥-10℃时") counts one more
             k = 1 if _NUMBERING.match(row[0]) and len(row) > 2 else 0
-            label = row[k]
+            key = k + 1
+            while key < len(row) and key - k < MAX_KEY_CELLS and row[key] and not _NUMBER_CELL.match(row[key]):
+                key += 1
+            label = " ".join(dict.fromkeys(c for c in row[k:key] if c))
+            shown = " ".join(dict.fromkeys([row[k], *(c for c in row[k + 1:key] if c and terms(c) <= q)]))
             values = [j for j in range(k + 1, len(row)) if row[j]]
-            row_score = named(label, q)
-            if not label or not values or row_score <= 0:
+            row_score = max(named(row[k], q), named(label, q))
+            if not row[k] or not values or row_score <= 0:
                 continue
+            if subject:
+                row_score = max(named(row[k], q, subject), named(label, q, subject)) + SUBJECT_ROW_WEIGHT * row_score
+            if len(_plain(row[k])) >= 2 and _plain(row[k]) in asked and terms(row[k]) - subject:
+                row_score += 1.0
             scored = [(col_scores[j] if j < len(col_scores) else 0.0, -j) for j in values]
             # a question asking no number takes a named column of words over a named year's number
             # ("2025年1-3月管理费用增加的原因" → 变动原因, not 2025年1-3月)
@@ -197,19 +245,24 @@ def table_cell(question: str, content: str) -> Cell | None:
             score, j = max(worded if wants_words and worded else scored)
             j = -j
             if score > 0:
-                cell = Cell(label, headers[j] if j < len(headers) else "", row[j], row_score, score)
+                cell = Cell(shown, headers[j] if j < len(headers) else "", row[j], row_score, score)
             else:
                 every = "；".join(f"{headers[j]}: {row[j]}" if j < len(headers) and headers[j] else row[j]
                                  for j in values)
-                cell = Cell(label, "", every, row_score, 0.0)
+                cell = Cell(shown, "", every, row_score, 0.0)
             total = row_score + 0.8 * max(score, 0.0)
             if best is None or total > best[0]:
                 best = (total, cell)
     if best is not None:
         return best[1]
-    # a form's rows differ in width ("姓名 | MinerU | 曾用名 | …" over "身份证号 |  | 籍贯 | "); a table's
-    # do not, and its header cells are no values ("Food | Calories per portion")
-    return form_cell(q, content) if len({len(r) for r in grid}) > 1 else None
+    # a form's rows differ in width ("姓名 | MinerU | 曾用名 | …" over "身份证号 |  | 籍贯 | ") or have
+    # blank fields; a table's do not, and its header cells are no values ("Food | Calories per portion")
+    form = len({len(r) for r in grid}) > 1 or any(not c for r in grid for c in r[1:])
+    return form_cell(q, content) if form else None
+
+
+def _plain(text: str) -> str:
+    return re.sub(r"\s+", "", unicodedata.normalize("NFKC", text or "").lower())
 
 
 FORM_LABEL_MAX_CHARS = 12

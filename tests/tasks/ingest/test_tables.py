@@ -5,8 +5,8 @@ import json
 
 from schemas.chunk import Chunk
 from tasks.ingest.content_list import normalize_v1
-from tasks.ingest.tables import column_count, html_table_rows, merge_cross_page_tables, table_text
-from tests.conftest import SVOLT_DIR, need
+from tasks.ingest.tables import column_count, html_table_rows, merge_cross_page_tables, table_grid, table_text
+from tests.conftest import CVPR_DIR, SVOLT_DIR, need
 
 
 def table(html, page, caption=""):
@@ -61,3 +61,46 @@ def test_mineru_ghost_merges_are_recorded_not_redone():
     assert [s for s in spans if s[0] != s[1]] == [(3, 4), (5, 6), (9, 10), (12, 13), (15, 16)]
     merged = merge_cross_page_tables(result.chunks)
     assert [(c.page_start, c.page_end) for c in merged if c.chunk_type == "table"] == spans
+
+
+def test_grid_repeats_a_row_group_label_and_a_header_over_the_sub_columns_it_heads():
+    html = ('<table><tr><td rowspan="2">Dataset</td><td colspan="2">CIFAR-10-LT</td><td>Note</td></tr>'
+            '<tr><td>200</td><td>100</td><td></td></tr>'
+            '<tr><td rowspan="2">ImageNet-LT</td><td>1.0</td><td>2.0</td><td rowspan="2">' + "long note " * 6 +
+            '</td></tr><tr><td>3.0</td><td>4.0</td></tr></table>')
+    assert table_grid(html) == [["Dataset", "CIFAR-10-LT", "CIFAR-10-LT", "Note"], ["Dataset", "200", "100", ""],
+                                ["ImageNet-LT", "1.0", "2.0", ("long note " * 6).strip()],
+                                ["ImageNet-LT", "3.0", "4.0", ""]]  # a long cell is written once
+
+
+def test_grid_keeps_a_layout_colspan_once_and_a_line_across_the_table_apart():
+    # BYD's holders table: "0" over two columns in every row is one column; a note across the table
+    # is one cell, and the sub-table after it lays out its columns apart ("股份种类" over "股份种类 | 数量")
+    html = ('<table><tr><td colspan="2">王念强</td><td>0.60%</td><td colspan="2">0</td></tr>'
+            '<tr><td colspan="2">李柯</td><td>0.36%</td><td colspan="2">8,146,050</td></tr>'
+            '<tr><td colspan="5">前10名无限售条件股东持股情况</td></tr>'
+            '<tr><td rowspan="2">股东名称</td><td colspan="2" rowspan="2">持有无限售条件股份数量</td>'
+            '<td colspan="2">股份种类</td></tr><tr><td>股份种类</td><td>数量</td></tr>'
+            '<tr><td>吕向阳</td><td colspan="2">59,807,155</td><td>人民币普通股</td><td>59,807,155</td></tr></table>')
+    assert table_grid(html) == [["王念强", "0.60%", "0"], ["李柯", "0.36%", "8,146,050"], ["前10名无限售条件股东持股情况"],
+                                ["股东名称", "持有无限售条件股份数量", "股份种类", "股份种类"],
+                                ["股东名称", "持有无限售条件股份数量", "股份种类", "数量"],
+                                ["吕向阳", "59,807,155", "人民币普通股", "59,807,155"]]
+    assert table_text(html).splitlines()[2] == "前10名无限售条件股东持股情况"
+
+
+def test_grid_keeps_a_forms_blank_field_as_a_column():
+    # the DOCX demo's form: a blank field beside "曾用名" is a column of its own, whatever its colspan
+    html = ('<table><tr><td>姓名</td><td colspan="3">MinerU</td><td colspan="5">曾用名</td><td colspan="5"></td></tr>'
+            '<tr><td>身份证号</td><td colspan="8"></td><td colspan="5"></td></tr></table>')
+    assert table_grid(html) == [["姓名", "MinerU", "曾用名", ""], ["身份证号", "", "", ""]]
+
+
+def test_spans_of_the_real_cvpr_table_are_resolved():
+    # MinerU 3.4.4 (cloud zip) of the CC-SAM paper: ImageNet-LT spans 14 rows of the long-tail table
+    content = json.loads(next(need(CVPR_DIR).glob("*content_list*.json")).read_text(encoding="utf-8"))
+    html = next(item["table_body"] for item in content if item.get("type") == "table"
+                and "iNaturalist" in item.get("table_body", ""))
+    rows = table_grid(html)
+    assert ["ImageNet-LT", "CC-SAM", "ResNeXt-50", "63.1", "53.4", "41.1", "55.4"] in rows
+    assert sum(r[0] == "ImageNet-LT" for r in rows) == 14

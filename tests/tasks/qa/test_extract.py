@@ -92,10 +92,14 @@ def test_a_question_asking_no_number_takes_the_named_column_of_words():
 
 
 def test_a_header_of_colspans_over_a_sub_header_names_each_column(tables):
-    # MinerU's HTML has "ImageNet-LT" and "Places-LT" over four columns each; the " | " text keeps one
-    # cell per span, over a sub-header row that has a first cell ("Method | Many | … | F-measure")
+    # MinerU's HTML has "ImageNet-LT" and "Places-LT" over four columns each; the " | " text repeats each
+    # over the sub-header row it heads, which has a first cell ("Method | Many | … | F-measure")
     table = table_with(tables["cvpr_mineru3.4.4"], "LUNA")
-    assert table.content.startswith(" | ImageNet-LT | Places-LT\nMethod | Many")
+    assert table.content.startswith(" | " + " | ".join(["ImageNet-LT"] * 4 + ["Places-LT"] * 4) + "\nMethod | Many")
+    # a KB landed before spans were resolved has one cell per span: the header is spread over the columns
+    narrow = table.content.replace(" | ".join(["ImageNet-LT"] * 4), "ImageNet-LT").replace(
+        " | ".join(["Places-LT"] * 4), "Places-LT")
+    assert table_cell("What F-measure does LUNA achieve on ImageNet-LT?", narrow).value == "0.579"
     imagenet = table_cell("What F-measure does LUNA achieve on ImageNet-LT?", table.content)
     places = table_cell("What is the F-measure of LUNA on Places-LT?", table.content)
     assert imagenet.text == "LUNA [5] — ImageNet-LT F-measure: 0.579"
@@ -137,3 +141,48 @@ def test_a_regular_table_is_no_form():
     content = "Food | Calories per portion\nLeaves | 50\nBerries | 150\nGrain | 200"
     assert table_cell("Which food category has 50 calories per portion?", content) is None
     assert table_cell("How many calories per portion do berries have?", content).value == "150"
+
+
+def test_a_row_of_numbers_under_a_repeated_group_header_is_its_sub_header(tables):
+    # the CC-SAM paper's CIFAR-LT table: "CIFAR-10-LT" over three columns, "Imbalance Ratio | 200 | 100 | 50"
+    # under it; that row names the columns, it is no data row to answer from
+    table = table_with(tables["cvpr_mineru3.4.4"], "Imbalance Ratio")
+    cell = table_cell("What top-1 accuracy does CC-SAM achieve on CIFAR-10-LT with an imbalance ratio of 200?",
+                      table.content)
+    assert cell.text == "CC-SAM — CIFAR-10-LT 200: 80.94"
+    assert table_cell("On CIFAR-100-LT with an imbalance ratio of 50, what top-1 accuracy does BBN get?",
+                      table.content).value == "47.02"
+
+
+def test_a_row_group_label_and_the_words_beside_it_name_the_row(tables):
+    # the long-tail table: "ImageNet-LT" spans 14 rows, "CC-SAM" two (ResNet-50 and ResNeXt-50)
+    table = table_with(tables["cvpr_mineru3.4.4"], "iNaturalist 2018")
+    cell = table_cell("CC-SAM在ImageNet-LT上用ResNeXt-50骨干时，Few（尾部类别）的准确率是多少？", table.content)
+    assert (cell.label, cell.header, cell.value) == ("ImageNet-LT CC-SAM ResNeXt-50", "Few", "41.1")
+    assert table_cell("What overall accuracy does CE with ResNet-50 get on iNaturalist 2018?", table.content).value \
+        == "61.7"
+
+
+def test_the_documents_own_name_does_not_pick_the_row():
+    table = " | CIFAR-10-LT | CIFAR-10-LT\nImbalance Ratio | 200 | 100\nMiSLAS [62] | 77.31 | 82.06\nCC-SAM | 80.94 | 83.92"
+    question = "In the CC-SAM paper's CIFAR-LT table, what does MiSLAS reach on CIFAR-10-LT with imbalance ratio 100?"
+    assert table_cell(question, table).value == "83.92"  # "CC-SAM" named in full beats "MiSLAS"
+    assert table_cell(question, table, subject=terms("CC-SAM")).value == "82.06"
+    # named by the document's name only, the row still answers
+    assert table_cell("What does CC-SAM reach with ratio 200?", table, subject=terms("CC-SAM")).value == "80.94"
+
+
+def test_a_label_the_question_writes_out_beats_a_number_it_shares():
+    # SVOLT's pulse power table: "20%SOC" in the question shares "20" with the row "≥-20"
+    table = ("电芯温度，℃Cell Temperature, ℃ | 功率（20%S0C），WPower(20%SOC), W | 放电时间，sDischarge time, s\n"
+             "≥-20 | 204 | 30\n≥-10 | 330 | 30\n≥0 | 566 | 30")
+    assert table_cell("SVOLT电芯温度≥-10℃时，20%SOC下允许的脉冲放电功率是多少瓦？", table).value == "330"
+    assert table_cell("电芯温度≥0℃那一档，20%SOC下允许的脉冲放电功率是多少瓦？", table).value == "566"
+
+
+def test_a_sub_table_after_a_line_across_the_table_has_its_own_header(tables):
+    # BYD's shareholder table, merged across pages: the top-10 holders, a note, then "前10名无限售条件股东持股情况"
+    # and that sub-table's own two header rows
+    table = table_with(tables["byd_2025q1_quarterly_report"], "前10名无限售条件股东持股情况")
+    cell = table_cell("吕向阳持有多少股比亚迪无限售条件股份？", table.content)
+    assert (cell.label, cell.header, cell.value) == ("吕向阳", "持有无限售条件股份数量", "59,807,155")
