@@ -35,7 +35,7 @@ from schemas.errors import LLMError
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, QAResult, Question
 from schemas.settings import Settings
 from tasks.qa.context import Context
-from tasks.qa.extract import answers_what_is_asked, focus, shortest_clause, table_cell, terms
+from tasks.qa.extract import answers_what_is_asked, document_scope, focus, shortest_clause, table_cell, terms
 from tasks.common.text import bigram_hit_rate, bigrams, clean_text, tokenize
 from tasks.qa.types import Retrieval, evidence_text
 
@@ -252,18 +252,23 @@ def _table_unit(question: str, chunk, subject: frozenset[str] = frozenset()) -> 
     return where, cell.text, cell.column_score > 0
 
 
-# a question term most of a document's text chunks in the context hold ("CC-SAM" of "In the CC-SAM
-# paper, what does MiSLAS reach …") names the document; a row it names is weaker evidence
+# the words by which a question names its document ("《…》由哪个单位归口", "In the CC-SAM paper, …") name
+# the document when most of its text chunks in the context hold them: every unit of it holds them
+# then, so they pick no sentence (the one restating the title) and no row ("CC-SAM") within it
 SUBJECT_SHARE = 0.6
 
 
-def _subject_terms(question_terms: set[str], context: Context) -> dict[str, frozenset[str]]:
-    """Per source with ≥ 2 text chunks in the context, the question's terms ≥ SUBJECT_SHARE of them hold."""
+def _subject_terms(question: str, context: Context) -> dict[str, frozenset[str]]:
+    """Per source with ≥ 2 text chunks in the context, the terms of the words naming the document
+    (`tasks.qa.extract.document_scope`) ≥ SUBJECT_SHARE of them hold."""
+    scope = terms(document_scope(question))
+    if not scope:
+        return {}
     held: dict[str, list[frozenset[str]]] = {}
     for c in context.chunks:
         if c.chunk.chunk_type != TABLE:
-            held.setdefault(c.source, []).append(terms(evidence_text(c.chunk)) & question_terms)
-    return {source: frozenset(t for t in question_terms if sum(t in f for f in found) >= SUBJECT_SHARE * len(found))
+            held.setdefault(c.source, []).append(terms(evidence_text(c.chunk)) & scope)
+    return {source: frozenset(t for t in scope if sum(t in f for f in found) >= SUBJECT_SHARE * len(found))
             for source, found in held.items() if len(found) >= 2}
 
 
@@ -328,7 +333,8 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     terms its document's text names and no table does, `_document_terms`: the company whose
     balance sheet it is), a sentence with its shortest clause that carries the answer
     (`extractive_clauses`; else the whole sentence). A restated question ("问：…？"), a bare
-    heading and a table-of-contents line are not answers: they are discounted / skipped. When the question asks a number or a
+    heading and a table-of-contents line are not answers: they are discounted / skipped. The words
+    naming the document the question asks about (`_subject_terms`) are held by each of its units. When the question asks a number or a
     date the quoted units lack, the best unit holding one is added (if it scores ≥ SECOND_UNIT_RATIO
     of the best)."""
     q = terms(question)
@@ -337,18 +343,22 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     a = settings.answer
     best_score = max((c.score for c in context.chunks), default=0.0) or 1.0
     entity = _document_terms(q, context)
-    subjects = _subject_terms(q, context)
+    subjects = _subject_terms(question, context)
     qw = words(question)
     units: list[_Unit] = []
     for order, c in enumerate(context.chunks):
         headings = {clean_text(h) for h in c.chunk.section_path.split(" > ") + [c.chunk.title] if h}
         credit = 0.1 * c.score / best_score
-        cell = _table_unit(question, c.chunk, subjects.get(c.source, frozenset())) if a.extractive_table_cells and c.chunk.chunk_type == TABLE \
+        # what names the document is held by each of its units: within it, the sentence restating
+        # its title ("《…第12部分：设计》为上述15项标准之一") gains nothing from the question naming it
+        subject = subjects.get(c.source, frozenset())
+        subject_words = {w for w in qw if terms(w) and terms(w) <= subject}
+        cell = _table_unit(question, c.chunk, subject) if a.extractive_table_cells and c.chunk.chunk_type == TABLE \
             else None
         if cell is not None and _TOC_LINE.search(cell[1]):  # a contents table ("2.1.6 Change … . . . . | 10")
             continue
         if cell is not None:  # a cell never names whose table it is: its document does ("比亚迪")
-            held = entity.get(c.source, set())
+            held = entity.get(c.source, set()) | subject
             named_words = words(cell[0]) | {w for w in qw if terms(w) and terms(w) <= held}
             units.append(_Unit(terms(cell[0]) | held, named_words, 0.1 if cell[2] else 0.0, credit, order, 0,
                                cell[1], c.chunk_id, False))
@@ -358,8 +368,8 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
             if len(cleaned) < MIN_SENTENCE_CHARS or cleaned in headings or _TOC_LINE.search(unit):
                 continue
             restated = unit.endswith(("？", "?")) or unit.startswith(("问：", "问:", "Q:"))
-            units.append(_Unit(terms(unit), words(unit), -1.0 if restated else 0.0, credit, order, pos, unit,
-                               c.chunk_id, c.chunk.chunk_type != TABLE))
+            units.append(_Unit(terms(unit) | subject, words(unit) | subject_words, -1.0 if restated else 0.0, credit,
+                               order, pos, unit, c.chunk_id, c.chunk.chunk_type != TABLE))
     # bigrams match across word boundaries ("自然人下落" → "人下"), so a unit is also scored on the
     # question's words ("死亡" decides between the articles on 失踪 and on 死亡, where bigrams tie), those
     # naming what is asked counting double ("存货周转天数" of "…的存货周转天数是多少天")

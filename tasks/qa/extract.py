@@ -359,6 +359,25 @@ def focus(question: str) -> str:
     return span.strip()
 
 
+# where a question says which document it asks about: a 《title》, a leading "X中，" / "X里的" / "X上的" /
+# "根据X，" / "X这项标准", or "In the X paper, …" / "In the X's table, …"
+_SCOPE_TITLE = re.compile(r"《([^》]+)》")
+_SCOPE_CJK = re.compile(r"^\s*(.{2,40}?)(?:中|里|上)(?:，|,|的)|^\s*(?:根据|按照|依据)(.{2,40}?)(?:，|,)"
+                        r"|^\s*(.{2,40}?)这(?:项|份|个|篇|部|本)")
+_SCOPE_EN = re.compile(r"^\s*(?:in|from|according to)\s+(?:the\s+)?(.{2,60}?)(?:'s\b|’s\b|,)", re.IGNORECASE)
+
+
+def document_scope(question: str) -> str:
+    """The words of a question that name the document it asks about ("《核电厂定期安全评价 第12部分：
+    设计》由哪个单位归口", "比亚迪2025年一季报财务报表上的会计机构负责人是谁", "In the CC-SAM paper, what
+    …"); "" when it names none that way."""
+    found = [m.group(1) for m in _SCOPE_TITLE.finditer(question or "")]
+    m = _SCOPE_CJK.match(question or "") or _SCOPE_EN.match(question or "")
+    if m:
+        found.append(next(g for g in m.groups() if g))
+    return " ".join(found)
+
+
 def cjk_numbers(text: str) -> set[str]:
     """Numbers written in Chinese numerals ("二十周岁", "满四年", "百分之二十"), not ordinals ("第四十条")
     nor words that merely hold a numeral ("一方", "统一"): two numerals or more, or one before a unit."""

@@ -14,6 +14,7 @@ from tasks.qa.answer import (CONFIDENCE_LOW, CONFIDENCE_MID, NOT_FOUND, SYSTEM_P
                           confidence, confidence_instruction, cosine_floor, extractive_answer, grade_evidence,
                           sentences, validate_citations)
 from tasks.qa.context import Context, build_context
+from tasks.qa.extract import document_scope
 from tasks.common.llm import ChatClient
 from tasks.qa.types import Candidate, Retrieval
 from tests.http_fakes import FakeServer, Reply, chat_reply, scripted
@@ -306,3 +307,27 @@ def test_a_sentence_ending_with_a_colon_is_quoted_with_the_line_it_introduces():
                    "（二）热爱工会工作。", "text")
     ctx = _context((rules, 0.9))
     assert "女性工会主席或副主席" in extractive_answer("工会女职工委员会委员候选人应符合什么条件？", ctx, S).text
+
+
+def test_a_sentence_restating_the_document_the_question_names_does_not_answer_it():
+    # nbt_npp_periodic_safety_review_part12_design_draft.docx: the question names the standard by its title,
+    # which one sentence of the foreword restates; every chunk of the standard is about it
+    restating = _chunk("part12.docx_10", "《核电厂定期安全评价 第12部分：设计》为上述15项标准之一，可为核电厂定期安全审查中"
+                       "设计要素的审查工作提供指导。", "text")
+    foreword = _chunk("part12.docx_6", "前  言\n《核电厂定期安全评价》分为15个部分：\n——第11部分：设备合格鉴定；\n——第12部分：设计；\n"
+                      "本部分为《核电厂定期安全评价》系列标准的第12部分。\n本部分由能源行业核电标准化技术委员会提出。\n"
+                      "本部分由中国核电发展中心归口。", "text")
+    ctx = _context((restating, 0.9), (foreword, 0.8))
+    answer = extractive_answer("《核电厂定期安全评价 第12部分：设计》由哪个单位归口？", ctx, S)
+    assert "中国核电发展中心" in answer.text and answer.citations == ["part12.docx_6"]
+    # a question that names no document scores the title's words as any others
+    assert "第12部分" in extractive_answer("核电厂定期安全评价第12部分的设计要素审查工作", ctx, S).text
+
+
+def test_the_words_naming_the_document_are_its_scope():
+    assert document_scope("《核电厂定期安全评价 第12部分：设计》由哪个单位归口？") == "核电厂定期安全评价 第12部分：设计"
+    assert document_scope("比亚迪2025年一季报财务报表上的会计机构负责人是谁？") == "比亚迪2025年一季报财务报表"
+    assert document_scope("钛及钛合金牌号和化学成分这项国家标准由哪个标准化技术委员会归口？") == "钛及钛合金牌号和化学成分"
+    assert document_scope("In the CC-SAM paper's CIFAR-LT table, what does MiSLAS reach?") == "CC-SAM paper"
+    assert document_scope("How many training images does ImageNet-LT have?") == ""
+    assert document_scope("我国公民年满多少周岁才有选举权和被选举权？") == ""
