@@ -77,7 +77,8 @@ MIN_SENTENCE_CHARS = 6  # shorter "sentences" are headings and labels
 # a table-of-contents entry: a dot leader, solid or spaced ("1.4.4 最大脉冲…..... 10", "2.1.6 Change … . . . . 10")
 _TOC_LINE = re.compile(r"[.．·…]{4,}\s*[0-9]*\s*$|(?:[.．·…] ){4,}")
 FOCUS_WEIGHT = 2.0  # a question term naming what is asked (tasks.qa.extract.focus) weighs this much more
-LABEL_BONUS = 0.2  # a sentence giving what is asked about as "label: value" (as a named table cell gets 0.1)
+LABEL_BONUS = 0.2  # a sentence giving what is asked about as "label: value"
+CELL_BONUS = 0.1  # a table cell whose column the question names; as much again when it writes the row out
 SECOND_UNIT_RATIO = 0.5  # a unit holding the asked number is added if it scores >= this x the best
 
 
@@ -241,15 +242,16 @@ def _join(first: str, second: str) -> str:
     return f"{first}{'' if _CJK_CHAR.match(second) else ' '}{second}"
 
 
-def _table_unit(question: str, chunk, subject: frozenset[str] = frozenset()) -> tuple[str, str, bool] | None:
+def _table_unit(question: str, chunk, subject: frozenset[str] = frozenset()) -> tuple[str, str, float] | None:
     """A table chunk's answer to the question as (what names the cell: label, header, caption,
-    section; "row — column: value"; whether the question named the column too), or None when the
-    question names none of its row labels. `subject`: the question's terms that name the document."""
+    section; "row — column: value"; its bonus: CELL_BONUS when the question named the column too,
+    as much again when it wrote the row's label out), or None when the question names none of its
+    row labels. `subject`: the question's terms that name the document."""
     cell = table_cell(question, chunk.content, subject)
     if cell is None:
         return None
     where = " ".join((cell.label, cell.header, chunk.caption, chunk.section_path.rsplit(" > ", 1)[-1]))
-    return where, cell.text, cell.column_score > 0
+    return where, cell.text, CELL_BONUS * ((cell.column_score > 0) + cell.written)
 
 
 # the words by which a question names its document ("《…》由哪个单位归口", "In the CC-SAM paper, …") name
@@ -293,7 +295,7 @@ class _Unit(NamedTuple):
 
     terms: frozenset[str]  # what matches the question: its terms (a cell: its label, header, document)
     words: frozenset[str]  # the same as jieba words
-    bonus: float  # a cell naming the column too: +0.1; a restated question: -1 (scored a quarter)
+    bonus: float  # a cell: CELL_BONUS per column named / row written out; a restated question: -1 (scored a quarter)
     credit: float  # a little of the chunk's own score
     order: int  # the chunk's place in the context
     pos: int  # the unit's place in its chunk
@@ -328,8 +330,9 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     own score, best first, each followed by its chunk's ref; sentences are read with PDF line wraps
     joined, and one opening with a pronoun or no subject is quoted with the one before; a unit must hold
     `extractive_min_overlap` of the question's terms, else None. A table answers with the cell the
-    question names (`tasks.qa.extract.table_cell`: "row — column: value"; +0.1 when it names the
-    column too: row and column named is the strongest evidence there is; a cell also holds the
+    question names (`tasks.qa.extract.table_cell`: "row — column: value"; +CELL_BONUS when it names
+    the column too, row and column named being the strongest evidence there is, and as much again
+    when it writes the row's label out; a cell also holds the
     terms its document's text names and no table does, `_document_terms`: the company whose
     balance sheet it is), a sentence with its shortest clause that carries the answer
     (`extractive_clauses`; else the whole sentence). A restated question ("问：…？"), a bare
@@ -360,7 +363,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
         if cell is not None:  # a cell never names whose table it is: its document does ("比亚迪")
             held = entity.get(c.source, set()) | subject
             named_words = words(cell[0]) | {w for w in qw if terms(w) and terms(w) <= held}
-            units.append(_Unit(terms(cell[0]) | held, named_words, 0.1 if cell[2] else 0.0, credit, order, 0,
+            units.append(_Unit(terms(cell[0]) | held, named_words, cell[2], credit, order, 0,
                                cell[1], c.chunk_id, False))
             continue
         for pos, unit in enumerate(evidence_units(c.chunk)):

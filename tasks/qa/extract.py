@@ -9,10 +9,15 @@ clause of a sentence that carries the answer.
   "营业总收入" for "营业收入是多少") and the column whose header it names (terms, and numbers: a
   year "2024", "2025/3/31" vs "2025年3月31日"; "期末余额" vs "期初余额") give
   "row — column: value". When the question names no column, every value of the row is given
-  with its header ("row — h1: v1；h2: v2"). A header row of colspans (" | ImageNet-LT | Places-LT")
-  is spread over the columns under it and joined with its sub-header ("ImageNet-LT F-measure"). A
-  form with no header row ("姓名 | MinerU | 曾用名 | …") answers with the value beside the named
-  field (`form_cell`).
+  with its header ("row — h1: v1；h2: v2"). Tables land with their spans resolved
+  (`tasks.ingest.tables.table_grid`): a header cell repeated over sub-columns is joined with the row that
+  tells them apart, even of numbers ("CIFAR-10-LT 200"); a row group's label and the word cells after
+  the first name the row ("ImageNet-LT CC-SAM ResNeXt-50"); a label the question writes out ("≥-10",
+  "支付的各项税费") counts more; a period goes by any of its names ("上年同期" = "上期发生额",
+  `PERIOD_NAMES`); the words naming the document ("CC-SAM" of "in the CC-SAM paper") only break ties
+  between rows. A header row of colspans landed before spans were resolved (" | ImageNet-LT |
+  Places-LT") is spread over the columns under it. A form with no header row ("姓名 | MinerU | 曾用名 |
+  …") answers with the value beside the named field (`form_cell`).
 - `focus`: the words a Chinese question asks about (before "是多少", "是谁", …); `cjk_numbers`:
   numbers in Chinese numerals, which answer "几年" / "多少周岁" as digits do.
 - `shortest_clause`: the sentence's clauses (split at ，；: and the like); the one holding most of the
@@ -93,6 +98,7 @@ class Cell:
     value: str
     row_score: float
     column_score: float
+    written: bool = False  # the question writes the row's label out ("支付的各项税费")
 
     @property
     def text(self) -> str:
@@ -194,6 +200,23 @@ def _years(numbers: set[str]) -> set[str]:
     return {n for n in numbers if len(n) == 4 and n[:2] in ("19", "20")}
 
 
+# the periods of Chinese financial statements go by several names: a question's "上年同期" is a cash flow
+# statement's "上期发生额", its "期初" a balance sheet's "上年度末"
+PERIOD_NAMES = (("本期", "本报告期", "本期发生额", "本期金额"),
+                ("上年同期", "上期", "上期发生额", "上期金额"),
+                ("期末", "期末余额", "本报告期末"),
+                ("期初", "期初余额", "上年度末", "年初余额"))
+
+
+def _period_terms(question: str) -> set[str]:
+    """The terms of every name of the periods the question names (`PERIOD_NAMES`)."""
+    out: set[str] = set()
+    for names in PERIOD_NAMES:
+        if any(name in question for name in names):
+            out.update(*(terms(name) for name in names))
+    return out
+
+
 def _column_score(header: str, question_terms: set[str], question_numbers: set[str]) -> float:
     """How well the question names a column: its terms, +2 when every number of the header is in
     the question (a year, "2025/3/31" for "2025年3月31日"), -1 when both name years and they differ
@@ -218,8 +241,9 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
     rows = _rows(content)
     grid = [row for row, _ in rows]
     asked = _plain(question)
+    periods = _period_terms(question)
     for headers, data in _blocks(rows):
-        col_scores = [_column_score(h, q, q_numbers) for h in headers]
+        col_scores = [_column_score(h, q | periods, q_numbers) for h in headers]
         for row in data:
             # the label: the first cell, or the second after a "No." column ("1.1.1 | 电芯容量 | …"),
             # with the word cells after it that name the row too (a row group's "ImageNet-LT | CC-SAM
@@ -236,7 +260,8 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
                 continue
             if subject:
                 row_score = max(named(row[k], q, subject), named(label, q, subject)) + SUBJECT_ROW_WEIGHT * row_score
-            if len(_plain(row[k])) >= 2 and _plain(row[k]) in asked and terms(row[k]) - subject:
+            written = len(_plain(row[k])) >= 2 and _plain(row[k]) in asked and bool(terms(row[k]) - subject)
+            if written:
                 row_score += 1.0
             scored = [(col_scores[j] if j < len(col_scores) else 0.0, -j) for j in values]
             # a question asking no number takes a named column of words over a named year's number
@@ -245,11 +270,11 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
             score, j = max(worded if wants_words and worded else scored)
             j = -j
             if score > 0:
-                cell = Cell(shown, headers[j] if j < len(headers) else "", row[j], row_score, score)
+                cell = Cell(shown, headers[j] if j < len(headers) else "", row[j], row_score, score, written)
             else:
                 every = "；".join(f"{headers[j]}: {row[j]}" if j < len(headers) and headers[j] else row[j]
                                  for j in values)
-                cell = Cell(shown, "", every, row_score, 0.0)
+                cell = Cell(shown, "", every, row_score, 0.0, written)
             total = row_score + 0.8 * max(score, 0.0)
             if best is None or total > best[0]:
                 best = (total, cell)

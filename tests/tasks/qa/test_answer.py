@@ -10,9 +10,9 @@ import pytest
 from schemas.chunk import Chunk
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, RRF
 from schemas.settings import Settings
-from tasks.qa.answer import (CONFIDENCE_LOW, CONFIDENCE_MID, NOT_FOUND, SYSTEM_PROMPT, Answerer, build_messages,
-                          confidence, confidence_instruction, cosine_floor, extractive_answer, grade_evidence,
-                          sentences, validate_citations)
+from tasks.qa.answer import (CELL_BONUS, CONFIDENCE_LOW, CONFIDENCE_MID, NOT_FOUND, SYSTEM_PROMPT, Answerer,
+                          _table_unit, build_messages, confidence, confidence_instruction, cosine_floor,
+                          extractive_answer, grade_evidence, sentences, validate_citations)
 from tasks.qa.context import Context, build_context
 from tasks.qa.extract import document_scope
 from tasks.common.llm import ChatClient
@@ -331,3 +331,15 @@ def test_the_words_naming_the_document_are_its_scope():
     assert document_scope("In the CC-SAM paper's CIFAR-LT table, what does MiSLAS reach?") == "CC-SAM paper"
     assert document_scope("How many training images does ImageNet-LT have?") == ""
     assert document_scope("我国公民年满多少周岁才有选举权和被选举权？") == ""
+
+
+def test_a_cell_whose_row_the_question_writes_out_gets_a_bonus_as_a_named_column_does():
+    # BYD: "支付的各项税费" (cash flow statement; "上年同期" names its "上期发生额") against "筹资活动产生的现金流量
+    # 净额" of the changes table, whose "2024年1-3月" column the question names too, its row only in part
+    changes = _chunk("byd.pdf_12", "科目名称 | 2025年1-3月 | 2024年1-3月 | 变动率\n"
+                     "筹资活动产生的现金流量净额 | 38,000,266,000.00 | -5,183,543,000.00 | 833.09%")
+    flows = _chunk("byd.pdf_24", "项目 | 本期发生额 | 上期发生额\n支付给职工以及为职工支付的现金 | 16,523,000.00 | 12,918,000.00\n"
+                   "支付的各项税费 | 13,560,344,000.00 | 7,927,455,000.00")
+    question = "比亚迪现金流量表中，上年同期（2024年1-3月）支付的各项税费是多少？"
+    assert _table_unit(question, flows)[1:] == ("支付的各项税费 — 上期发生额: 7,927,455,000.00", 2 * CELL_BONUS)
+    assert _table_unit(question, changes)[1:] == ("筹资活动产生的现金流量净额 — 2024年1-3月: -5,183,543,000.00", CELL_BONUS)

@@ -186,3 +186,12 @@ def test_a_sub_table_after_a_line_across_the_table_has_its_own_header(tables):
     table = table_with(tables["byd_2025q1_quarterly_report"], "前10名无限售条件股东持股情况")
     cell = table_cell("吕向阳持有多少股比亚迪无限售条件股份？", table.content)
     assert (cell.label, cell.header, cell.value) == ("吕向阳", "持有无限售条件股份数量", "59,807,155")
+
+
+def test_a_period_named_otherwise_names_its_column(tables):
+    # BYD's cash flow statement says "本期发生额 | 上期发生额"; a reader asks for "上年同期"
+    flows = table_with(tables["byd_2025q1_quarterly_report"], "支付的各项税费")
+    cell = table_cell("比亚迪现金流量表中，上年同期（2024年1-3月）支付的各项税费是多少？", flows.content)
+    assert (cell.label, cell.header, cell.value) == ("支付的各项税费", "上期发生额", "7,927,455,000.00")
+    assert cell.written  # the question writes the row's label out
+    assert table_cell("本期支付的各项税费是多少？", flows.content).header == "本期发生额"
