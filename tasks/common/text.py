@@ -140,3 +140,34 @@ def bigram_hit_rate(query_bigrams: set[str], text: str) -> float:
         return 0.0
     t = clean_text(text)
     return sum(1 for b in query_bigrams if b in t) / len(query_bigrams)
+
+
+# MinerU's pipeline writes a quantity in running text as inline LaTeX, a space between every character
+# ("$2 5 { \pm } 3 ~ ^ { \circ } \mathrm { C }$", "$3 0 \mathrm { s }$"): neither BM25, nor a reader, nor
+# an answer matching "30s" sees the number in it
+_INLINE_MATH = re.compile(r"\$([^$\n]{1,120})\$")
+_MATH_SYMBOLS = {"pm": "±", "circ": "°", "leq": "≤", "le": "≤", "geq": "≥", "ge": "≥", "sim": "~", "%": "%",
+                 "times": "×", "cdot": "·", "approx": "≈"}
+_MATH_SYMBOL = re.compile(r"\\(pm|circ|leq|le|geq|ge|sim|%|times|cdot|approx)(?![a-zA-Z])")
+_MATH_STYLE = re.compile(r"\\(?:mathrm|textrm|mathbf|boldsymbol|bf|rm|small|text)(?![a-zA-Z])")
+_QUANTITY = re.compile(r"[0-9.,A-Za-z±°≤≥<>~%×·≈+\-/‰]*[0-9][0-9.,A-Za-z±°≤≥<>~%×·≈+\-/‰]*")
+_LONG_WORD = re.compile(r"[A-Za-z]{5,}")
+_LATEX_MARK = re.compile(r"[\\{}^_]")
+_EMPTY_BASE = re.compile(r"\{\s*\}\s*_")
+_SCRIPT = re.compile(r"\^\s*\{?\s*[^\s{°]|_")  # a power or an index, not a degree sign
+
+
+def plain_quantities(text: str) -> str:
+    """`text` with each inline-math quantity written plainly ("25±3°C", "30s", "≥196Ah"); a formula
+    (anything but digits, unit letters and the symbols of a quantity) stays as it is."""
+    def plain(m: re.Match) -> str:
+        if not _LATEX_MARK.search(m.group(1)):  # "costs $5 and $10": dollars, not math
+            return m.group(0)
+        body = _MATH_STYLE.sub("", m.group(1).replace("~", " ").replace("\\ ", " "))
+        body = _MATH_SYMBOL.sub(lambda k: _MATH_SYMBOLS[k.group(1)], body)
+        body = _EMPTY_BASE.sub("", body)  # "{ } _ { - 2 0 }": MinerU's subscript of nothing
+        if _SCRIPT.search(body):  # "mc^2", "a_{n}": a formula
+            return m.group(0)
+        body = re.sub(r"[\s{}^]", "", body)
+        return body if _QUANTITY.fullmatch(body) and not _LONG_WORD.search(body) else m.group(0)
+    return _INLINE_MATH.sub(plain, text) if "$" in (text or "") else text

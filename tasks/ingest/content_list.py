@@ -15,6 +15,7 @@ from typing import Any
 
 from schemas import chunk as C
 from schemas.chunk import Chunk
+from tasks.common.text import plain_quantities
 from tasks.ingest.tables import table_text
 
 FURNITURE = frozenset({
@@ -78,8 +79,11 @@ def _bbox(item: dict) -> list[float] | None:
 
 
 def _chunk(kind: str, content: str, page: int, item: dict, item_type: str, **extra: Any) -> Chunk:
+    if kind not in (C.EQUATION, C.CODE):
+        content = plain_quantities(content)
     return Chunk(content=content, chunk_type=kind, page_start=page, page_end=page, bbox=_bbox(item),
                  item_type=item_type, source_pages=[page], **extra)
+
 
 
 def _text_chunk(text: str, level: int, page: int, item: dict, item_type: str) -> Chunk | None:

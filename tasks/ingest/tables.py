@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 from html.parser import HTMLParser
 
 from schemas.chunk import TABLE, Chunk
+from tasks.common.text import plain_quantities
 
 
 class _RowCollector(HTMLParser):
@@ -178,7 +179,7 @@ def _part_rows(rows: list[int], owner: dict[tuple[int, int], _Cell], width: int)
 def table_text(html: str) -> str:
     """Readable text of an HTML table: one line per row, cells joined by ' | ', spans resolved
     (`table_grid`)."""
-    return "\n".join(" | ".join(row) for row in table_grid(html) if any(row))
+    return plain_quantities("\n".join(" | ".join(row) for row in table_grid(html) if any(row)))
 
 
 CONTINUATION = re.compile(r"续表|[（(]\s*续\s*[）)]|continued", re.IGNORECASE)

@@ -6,7 +6,8 @@ import jieba
 import pytest
 
 from tasks.common import text as text_mod
-from tasks.common.text import STOP_WORDS, bigram_hit_rate, bigrams, clean_text, tokenize, tokenize_many
+from tasks.common.text import (STOP_WORDS, bigram_hit_rate, bigrams, clean_text, plain_quantities, tokenize,
+                               tokenize_many)
 
 
 # --- tokenization ---------------------------------------------------------------------------------
@@ -63,3 +64,20 @@ def test_bigrams_ignore_markdown_punctuation_and_space():
     assert bigrams("安全检查") == {"安全", "全检", "检查"}
     assert bigram_hit_rate(bigrams("安全检查"), "开展安全 检查工作") == 1.0
     assert bigram_hit_rate(set(), "x") == 0.0
+
+
+def test_a_quantity_mineru_wrote_as_inline_math_is_written_plainly():
+    # SVOLT datasheet (MinerU 2.7.6 pipeline): units are inline LaTeX with a space between every character
+    text = ("正常工作的单体电池 $2 5 { \\pm } 3 ~ ^ { \\circ } \\mathrm { C }$ ， $50 \\%$ SOC状态下，最大脉冲放电电流852A，"
+            "最长放电时间为 $3 0 \\mathrm { s }$ 。容量 $\\geq 1 9 6 ~ \\mathrm { A h }$，温度 $0 \\ ^ { \\circ } \\mathrm { C } { \\le } "
+            "\\mathrm { T } { < } 5 \\ ^ { \\circ } \\mathrm { C }$")
+    assert plain_quantities(text) == ("正常工作的单体电池 25±3°C ， 50% SOC状态下，最大脉冲放电电流852A，最长放电时间为 30s 。"
+                                      "容量 ≥196Ah，温度 0°C≤T<5°C")
+    assert {"30s", "196ah"} <= set(tokenize(plain_quantities(text)))  # as a question "30s长脉冲" is
+
+
+def test_formulas_and_dollar_amounts_are_left_alone():
+    for kept in ("$a^{2}+b^{2}=c^{2}$", "$x=\\frac{-b\\pm \\sqrt{b^{2}-4ac}}{2a}$", "$p _ { s } ( y )$",
+                 "costs $5 and $10 a day", "echo $HOME $PATH", "$ 9.4 million per attack. The average cost rose to $",
+                 "$n _ { i } < n _ { j } { \\mathrm { ~ i f ~ } } i < j ,$"):
+        assert plain_quantities(kept) == kept
