@@ -24,8 +24,8 @@ clause of a sentence that carries the answer.
   question's terms, widened by its neighbour when it says nothing the question did not.
 
 Terms (`terms`): CJK character bigrams (a lone CJK character as itself), ASCII words of two or more
-letters without English stop words, and numbers — so a bilingual table's "电芯容量Nominal Capacity"
-matches "nominal capacity" and "电芯容量" alike.
+letters without English stop words (plurals as singulars: "blueberries" names "Blueberry"), and
+numbers — so a bilingual table's "电芯容量Nominal Capacity" matches "nominal capacity" and "电芯容量" alike.
 """
 from __future__ import annotations
 
@@ -69,9 +69,23 @@ def terms(text: str) -> frozenset[str]:
         tok = m.group()
         if "\u3400" <= tok[0]:
             out.update(tok[i:i + 2] for i in range(len(tok) - 1)) if len(tok) > 1 else out.add(tok)
-        elif tok[0].isdigit() or (len(tok) > 1 and tok not in STOP_WORDS):
+        elif tok[0].isdigit():
             out.add(tok)
+        elif len(tok) > 1 and tok not in STOP_WORDS:
+            out.add(singular(tok))
     return frozenset(out - _ASKING)
+
+
+def singular(word: str) -> str:
+    """An English plural's singular, roughly ("blueberries" → "blueberry", "foods" → "food", "boxes" →
+    "box"); other words as they are ("class", "status", "analysis")."""
+    if len(word) <= 3 or not word.endswith("s") or word.endswith(("ss", "us", "is")):
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("ches", "shes", "xes", "zes", "sses")):
+        return word[:-2]
+    return word[:-1]
 
 
 def named(text: str, question_terms: set[str], neutral: frozenset[str] = frozenset()) -> float:

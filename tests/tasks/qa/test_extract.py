@@ -195,3 +195,11 @@ def test_a_period_named_otherwise_names_its_column(tables):
     assert (cell.label, cell.header, cell.value) == ("支付的各项税费", "上期发生额", "7,927,455,000.00")
     assert cell.written  # the question writes the row's label out
     assert table_cell("本期支付的各项税费是多少？", flows.content).header == "本期发生额"
+
+
+def test_an_english_plural_names_its_singular(tables):
+    # word_sample.docx's food table (here the MinerU DOCX demo's copy): "blueberries" names the row of "Blueberry"
+    foods = table_with(tables["mineru_docx_demo"], "Blueberry")
+    assert table_cell("In the sample food table, which category do blueberries belong to?", foods.content).label \
+        == "Berries"
+    assert terms("foods boxes berries class status analysis") == terms("food box berry class status analysis")
