@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
-from schemas.chunk import TABLE
+from schemas.chunk import HEADING, TABLE, TEXT
 from schemas.errors import LLMError
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, QAResult, Question
 from schemas.settings import Settings
@@ -258,20 +258,33 @@ def _table_unit(question: str, chunk, subject: frozenset[str] = frozenset()) -> 
 # the document when most of its text chunks in the context hold them: every unit of it holds them
 # then, so they pick no sentence (the one restating the title) and no row ("CC-SAM") within it
 SUBJECT_SHARE = 0.6
+TITLE_SHARE = 0.8  # a heading or first line holding this share of the words is the document's own title
+TITLE_MAX_CHARS = 40  # a first line this short is a heading; a longer one is a sentence (that may cite a title)
 
 
 def _subject_terms(question: str, context: Context) -> dict[str, frozenset[str]]:
-    """Per source with ≥ 2 text chunks in the context, the terms of the words naming the document
-    (`tasks.qa.extract.document_scope`) ≥ SUBJECT_SHARE of them hold."""
+    """Per source of the context, the terms of the words naming the document the question asks about
+    (`tasks.qa.extract.document_scope`) that name it: all of them when a heading of it (or a short
+    first line) holds TITLE_SHARE of them — it is the document named — else, with ≥ 2 prose chunks
+    in the context, those ≥ SUBJECT_SHARE of them hold."""
     scope = terms(document_scope(question))
     if not scope:
         return {}
     held: dict[str, list[frozenset[str]]] = {}
+    titled: set[str] = set()
     for c in context.chunks:
-        if c.chunk.chunk_type != TABLE:
+        if c.chunk.chunk_type == TEXT:  # prose: a reference list or a table names other things
             held.setdefault(c.source, []).append(terms(evidence_text(c.chunk)) & scope)
-    return {source: frozenset(t for t in scope if sum(t in f for f in found) >= SUBJECT_SHARE * len(found))
-            for source, found in held.items() if len(found) >= 2}
+        if c.chunk.chunk_type in (TEXT, HEADING):
+            first = c.chunk.content.split("\n", 1)[0]
+            head = " ".join((c.chunk.title, c.chunk.section_path, first if len(first) <= TITLE_MAX_CHARS else ""))
+            if len(terms(head) & scope) >= TITLE_SHARE * len(scope):
+                titled.add(c.source)
+    out = {source: scope for source in titled}
+    for source, found in held.items():
+        if source not in titled and len(found) >= 2:
+            out[source] = frozenset(t for t in scope if sum(t in f for f in found) >= SUBJECT_SHARE * len(found))
+    return out
 
 
 def _document_terms(question_terms: set[str], context: Context) -> dict[str, set[str]]:

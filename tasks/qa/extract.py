@@ -399,11 +399,13 @@ def focus(question: str) -> str:
 
 
 # where a question says which document it asks about: a 《title》, a leading "X中，" / "X里的" / "X上的" /
-# "根据X，" / "X这项标准", or "In the X paper, …" / "In the X's table, …"
+# "根据X，" / "X这项标准", or "In the X paper, …" / "In the X's table, …" / "… in the X paper's table"
 _SCOPE_TITLE = re.compile(r"《([^》]+)》")
 _SCOPE_CJK = re.compile(r"^\s*(.{2,40}?)(?:中|里|上)(?:，|,|的)|^\s*(?:根据|按照|依据)(.{2,40}?)(?:，|,)"
                         r"|^\s*(.{2,40}?)这(?:项|份|个|篇|部|本)")
-_SCOPE_EN = re.compile(r"^\s*(?:in|from|according to)\s+(?:the\s+)?(.{2,60}?)(?:'s\b|’s\b|,)", re.IGNORECASE)
+_SCOPE_EN = re.compile(r"^\s*(?:in|from|according to)\s+(?:the\s+)?(.{2,60}?)(?:'s\b|’s\b|,)"
+                       r"|\b(?:in|from|of) the (\S+(?: \S+)?)(?:'s|’s)? (?:paper|report|document|datasheet|standard|manual)\b",
+                       re.IGNORECASE)
 
 
 def document_scope(question: str) -> str:
@@ -411,7 +413,7 @@ def document_scope(question: str) -> str:
     设计》由哪个单位归口", "比亚迪2025年一季报财务报表上的会计机构负责人是谁", "In the CC-SAM paper, what
     …"); "" when it names none that way."""
     found = [m.group(1) for m in _SCOPE_TITLE.finditer(question or "")]
-    m = _SCOPE_CJK.match(question or "") or _SCOPE_EN.match(question or "")
+    m = _SCOPE_CJK.match(question or "") or _SCOPE_EN.search(question or "")
     if m:
         found.append(next(g for g in m.groups() if g))
     return " ".join(found)

@@ -11,10 +11,10 @@ from schemas.chunk import Chunk
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, RRF
 from schemas.settings import Settings
 from tasks.qa.answer import (CELL_BONUS, CONFIDENCE_LOW, CONFIDENCE_MID, NOT_FOUND, SYSTEM_PROMPT, Answerer,
-                          _table_unit, build_messages, confidence, confidence_instruction, cosine_floor,
+                          _subject_terms, _table_unit, build_messages, confidence, confidence_instruction, cosine_floor,
                           extractive_answer, grade_evidence, sentences, validate_citations)
 from tasks.qa.context import Context, build_context
-from tasks.qa.extract import document_scope
+from tasks.qa.extract import document_scope, terms
 from tasks.common.llm import ChatClient
 from tasks.qa.types import Candidate, Retrieval
 from tests.http_fakes import FakeServer, Reply, chat_reply, scripted
@@ -343,3 +343,28 @@ def test_a_cell_whose_row_the_question_writes_out_gets_a_bonus_as_a_named_column
     question = "比亚迪现金流量表中，上年同期（2024年1-3月）支付的各项税费是多少？"
     assert _table_unit(question, flows)[1:] == ("支付的各项税费 — 上期发生额: 7,927,455,000.00", 2 * CELL_BONUS)
     assert _table_unit(question, changes)[1:] == ("筹资活动产生的现金流量净额 — 2024年1-3月: -5,183,543,000.00", CELL_BONUS)
+
+
+def test_a_document_whose_heading_is_the_name_the_question_gives_holds_all_of_that_name():
+    # nbt_npp_periodic_safety_review_part1_draft.docx: the part's title is a heading of one chunk; the answer
+    # ("每10年左右") never repeats "第1部分：通用要求", the foreword's sentence restating it does
+    foreword = _chunk("part1.docx_11", "《核电厂定期安全评价 第1部分：通用要求》为上述15项标准之一，可为核电厂定期安全评价"
+                      "策划与准备、评价执行等各阶段的工作提供指导。", "text")
+    scope = _chunk("part1.docx_12", "核电厂定期安全评价 第1部分：通用要求\n1.1 范围\n本部分规定了核电厂定期安全评价的策划准备、"
+                   "评价执行和报告编制等要求。", "text")
+    mode = _chunk("part1.docx_24", "5.3.1 PSR一般工作模式\n核电厂PSR通常每10年左右开展一次，每次持续4年左右时间。", "text")
+    team = _chunk("part1.docx_26", "5.4.1 核电厂定期安全评价的责任主体为核电厂营运单位。", "text")
+    management = _chunk("part1.docx_29", "5.5.1 定期安全评价是一项涉及核电厂诸多方面的综合性工作。", "text")
+    ctx = _context((mode, 0.65), (team, 0.54), (management, 0.44), (scope, 0.34), (foreword, 0.33))
+    question = "按《核电厂定期安全评价 第1部分：通用要求》征求意见稿，核电厂PSR通常多久开展一次？"
+    assert _subject_terms(question, ctx)["part1.docx"] == terms("核电厂定期安全评价 第1部分：通用要求")
+    assert extractive_answer(question, ctx, S).citations == ["part1.docx_24"]
+    # without the heading, only the words most of its prose holds name it ("第1部分" is in 2 of 5 chunks)
+    ctx = _context((mode, 0.65), (team, 0.54), (management, 0.44), (foreword, 0.33))
+    subject = _subject_terms(question, ctx)["part1.docx"]
+    assert terms("定期安全评价") <= subject and not terms("部分通用要求") & subject
+    # a 《title》 only cited in running text names what is asked, not the document: it still picks the sentence
+    cited = _chunk("byd.pdf_18", "详见公司于2025年3月12日披露的《关于完成配售H股的公告》（公告编号:2025-011）。", "text")
+    cover = _chunk("byd.pdf_0", "证券代码:002594\n证券简称:比亚迪\n公告编号:2025-035", "text")
+    ctx = _context((cover, 0.8), (cited, 0.7))
+    assert "2025-011" in extractive_answer("比亚迪《关于完成配售H股的公告》的公告编号是多少？", ctx, S).text
