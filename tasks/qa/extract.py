@@ -300,6 +300,7 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
     return form_cell(q, content) if form else None
 
 
+@lru_cache(maxsize=65536)  # a batch reads the same tables' labels for many questions
 def _plain(text: str) -> str:
     return re.sub(r"\s+", "", unicodedata.normalize("NFKC", text or "").lower())
 
