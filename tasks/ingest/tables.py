@@ -55,8 +55,9 @@ class _RowCollector(HTMLParser):
 
 
 def _span(attrs: list, name: str) -> int:
+    """A cell's colspan / rowspan, clamped as HTML clamps them (colspan ≤ 1000, rowspan ≤ 65534)."""
     value = (dict(attrs).get(name) or "1").strip()
-    return max(1, int(value)) if value.isdigit() else 1
+    return min(max(1, int(value)), 1000 if name == "colspan" else 65534) if value.isdigit() else 1
 
 
 def _collect(html: str) -> _RowCollector:

@@ -255,8 +255,9 @@ def _table_unit(question: str, chunk, subject: frozenset[str] = frozenset()) -> 
 
 
 # the words by which a question names its document ("《…》由哪个单位归口", "In the CC-SAM paper, …") name
-# the document when most of its text chunks in the context hold them: every unit of it holds them
-# then, so they pick no sentence (the one restating the title) and no row ("CC-SAM") within it
+# the document when a heading of it is that name or most of its prose in the context holds them: every
+# unit of it holds them then, so they pick no sentence (the one restating the title) and no row
+# ("CC-SAM") within it
 SUBJECT_SHARE = 0.6
 TITLE_SHARE = 0.8  # a heading or first line holding this share of the words is the document's own title
 TITLE_MAX_CHARS = 40  # a first line this short is a heading; a longer one is a sentence (that may cite a title)
@@ -350,9 +351,9 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     balance sheet it is), a sentence with its shortest clause that carries the answer
     (`extractive_clauses`; else the whole sentence). A restated question ("问：…？"), a bare
     heading and a table-of-contents line are not answers: they are discounted / skipped. The words
-    naming the document the question asks about (`_subject_terms`) are held by each of its units. When the question asks a number or a
-    date the quoted units lack, the best unit holding one is added (if it scores ≥ SECOND_UNIT_RATIO
-    of the best)."""
+    naming the document the question asks about (`_subject_terms`) are held by each of its units.
+    When the question asks a number or a date the quoted units lack, the best unit holding one is
+    added (if it scores ≥ SECOND_UNIT_RATIO of the best)."""
     q = terms(question)
     if not q or not context.chunks:
         return None

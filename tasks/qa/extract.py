@@ -53,8 +53,8 @@ _CJK_DIGITS = "零〇一二两三四五六七八九十百千万亿"
 _CJK_NUMBER = re.compile(rf"(?<![第{_CJK_DIGITS}])((?:百分之)?[{_CJK_DIGITS}]{{2,}}|[{_CJK_DIGITS}](?=[年月日天周岁个次倍人名项条元]))")
 # a cell that is a number (a value, not a word naming the row: "ResNeXt-50" and "CIFAR-10-LT" are words)
 _NUMBER_CELL = re.compile(r"^[\s(（]*[-+−~≈<>≤≥±]?\s*[0-9][0-9,.\s]*(?:%|‰|[a-zA-Z]{0,3})?[)）]?\s*(?:[（(].*)?$")
-MAX_KEY_CELLS = 3
-SUBJECT_ROW_WEIGHT = 0.1  # a row named by the document's own name ("CC-SAM") only breaks ties  # word cells read as the row's label: a dataset, a method, a backbone
+MAX_KEY_CELLS = 3  # word cells read as the row's label: a dataset, a method, a backbone
+SUBJECT_ROW_WEIGHT = 0.1  # a row named by the document's own name ("CC-SAM") only breaks ties
 _NUMBERING = re.compile(r"^(?:no\.?|序号|[0-9]+(?:\.[0-9]+)*\.?)$", re.IGNORECASE)
 # words that ask rather than name: never evidence that a row or column was meant
 _ASKING = {"什么", "多少", "哪些", "哪个", "是多", "少元", "为多", "是什", "有哪", "how", "much", "many", "what",
@@ -117,10 +117,6 @@ class Cell:
     @property
     def text(self) -> str:
         return f"{self.label} — {self.header}: {self.value}" if self.header else f"{self.label} — {self.value}"
-
-
-def _grid(content: str) -> list[list[str]]:
-    return [row for row, _ in _rows(content)]
 
 
 def _rows(content: str) -> list[tuple[list[str], bool]]:
