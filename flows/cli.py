@@ -219,10 +219,11 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_ask(args: argparse.Namespace) -> int:
     """Answer a question set, or one quoted question (flow `batch_qa`), and print the answers."""
-    from flows.cli_inputs import check_out, check_question_file, question_set, require_kb
+    from flows.cli_inputs import check_answer_settings, check_out, check_question_file, question_set, require_kb
     from flows.terminal import print_answers, read_results
 
     settings = load_settings(args.home)
+    check_answer_settings(settings)
     check_question_file(args.questions)
     require_kb(settings, args.kb)
     questions, qset = question_set(args.questions, settings)  # a quoted question is written only now
@@ -267,10 +268,11 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     """Evaluate a labelled question set (flow `evaluate`) and print one row per configuration."""
-    from flows.cli_inputs import check_out, question_set, require_kb
+    from flows.cli_inputs import check_answer_settings, check_out, question_set, require_kb
     from schemas.errors import QuestionSetError
 
     settings = load_settings(args.home)
+    check_answer_settings(settings)
     if not Path(args.questions).expanduser().is_file():
         raise QuestionSetError(f"{args.questions}: no such question file (eval needs labelled questions)")
     require_kb(settings, args.kb)

@@ -31,6 +31,14 @@ def require_kb(settings: Settings, kb: str) -> str:
     return kb
 
 
+def check_answer_settings(settings: Settings) -> None:
+    """Settings a QA run reads only at its first question, checked before it starts (SettingsError, 2)."""
+    if settings.retrieval.fusion == "learned":
+        from tasks.qa.fusion import check_learned_coef
+
+        check_learned_coef(settings.retrieval.fusion_learned_coef)
+
+
 def require_run(settings: Settings, run: str) -> str:
     from warehouse.catalog import recent_runs, run_exists
 

@@ -27,6 +27,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from schemas.errors import SettingsError
 from schemas.settings import CHOICES, RetrievalSettings
 from tasks.qa.types import BM25, FIGURE, VECTOR, ChannelHits
 
@@ -211,8 +212,18 @@ def learned_scale(coef: Sequence[float]) -> float:
     both = first_everywhere(coef, vector=True, bm25=True)
     single = (first_everywhere(coef, vector=True, bm25=False) + first_everywhere(coef, vector=False, bm25=True)) / 2
     if not both > single:
-        raise ValueError("fusion_learned_coef must score a chunk first in both channels above one first in one only")
+        raise SettingsError("setting fusion_learned_coef: it must score a chunk first in both channels above one "
+                            "first in one channel only (refit them with bench/fusion_fit.py)")
     return (both - single) / math.log(3)
+
+
+def check_learned_coef(coef: Sequence[float], *, scale: bool = True) -> None:
+    """Raise SettingsError for coefficients learned fusion cannot use (their number; with `scale`,
+    their order, `learned_scale`): a run checks them before its first question, not at it."""
+    if len(coef) != len(LEARNED_FEATURES):
+        raise SettingsError(f"setting fusion_learned_coef: needs {len(LEARNED_FEATURES)} numbers, not {len(coef)}")
+    if scale:
+        learned_scale(tuple(coef))
 
 
 @functools.lru_cache(maxsize=64)  # per question otherwise: four feature computations of their own
@@ -230,8 +241,7 @@ def learned_fuse(channels: Sequence[ChannelHits], coef: Sequence[float]) -> list
     contract of adaptive top-k (0.95 / 0.5), the confidence instructions (0.4 / 0.6) and MMR, which
     read the rrf scale. σ(s − s₁) itself is the pairwise model's probability that the chunk beats
     one first everywhere; the width only tempers it onto those anchors."""
-    if len(coef) != len(LEARNED_FEATURES):
-        raise ValueError(f"fusion_learned_coef needs {len(LEARNED_FEATURES)} numbers, not {len(coef)}")
+    check_learned_coef(coef, scale=False)  # the order is checked once per coefficients, by _anchors
     ids, x = learned_candidates(channels)
     if not ids:
         return []

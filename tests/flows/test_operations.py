@@ -21,7 +21,7 @@ import pytest
 from flows.batch_qa import batch_qa
 from flows.cli import main
 from flows.ingest import ingest
-from schemas.settings import load_settings
+from schemas.settings import Settings, load_settings
 from tasks.index import vector_index
 from tasks.index.sync import check
 from tests.conftest import REPO
@@ -149,6 +149,16 @@ def test_settings_out_of_range_are_refused_at_start_in_one_line(tmp_path, monkey
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {message}")
     assert not (tmp_path / "home").exists()  # refused before anything was created
+
+
+@pytest.mark.parametrize("command", [["ask", "阀门的压力是多少？"], ["eval", "questions.jsonl"]])
+def test_learned_fusion_coefficients_it_cannot_use_are_refused_at_start(tmp_path, monkeypatch, capsys, command):
+    # scoring "first in one channel" above "first in both" would put every score off the rrf scale
+    coef = Settings().retrieval.fusion_learned_coef
+    monkeypatch.setenv("KBFLOW_FUSION_LEARNED_COEF", ",".join(str(-c) for c in coef))
+    assert main(["--home", str(tmp_path / "home"), *command, "--kb", KB]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "fusion_learned_coef" in err[0] and "first in both channels" in err[0]
 
 
 def test_a_toml_value_of_the_wrong_type_names_its_file(tmp_path):

@@ -203,3 +203,21 @@ def test_the_bench_fits_on_the_features_the_pipeline_scores_with(monkeypatch):
         np.testing.assert_array_equal(x[i, :len(ids)], mine)
         order = np.argsort(-m.learned_scores(COEF)[i][:len(ids)], kind="stable")
         assert [ids[j] for j in order] == [cid for cid, _ in learned_fuse(chs, COEF)]
+
+
+def test_unusable_learned_coefficients_fail_before_the_first_question(tmp_path):
+    from schemas.errors import SettingsError
+    from tasks.qa.fusion import check_learned_coef
+    from tasks.qa.retriever import Retriever
+
+    check_learned_coef(COEF)  # the shipped ones
+    # scoring "first in one channel" above "first in both": adaptive top-k and confidence would misread them
+    reversed_ = tuple(-c for c in COEF)
+    with pytest.raises(SettingsError, match="fusion_learned_coef.*first in both channels"):
+        check_learned_coef(reversed_)
+    with pytest.raises(SettingsError, match="fusion_learned_coef: needs"):
+        check_learned_coef(COEF[:-1])
+    settings = Settings(home=tmp_path)
+    settings = replace(settings, retrieval=replace(settings.retrieval, fusion_learned_coef=reversed_))
+    with pytest.raises(SettingsError, match="fusion_learned_coef"):
+        Retriever(settings, "any", collection=object(), bm25=object(), reranker=object())
