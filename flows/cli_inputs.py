@@ -33,10 +33,9 @@ def require_kb(settings: Settings, kb: str) -> str:
 
 def check_answer_settings(settings: Settings) -> None:
     """Settings a QA run reads only at its first question, checked before it starts (SettingsError, 2)."""
-    if settings.retrieval.fusion == "learned":
-        from tasks.qa.fusion import check_learned_coef
+    from tasks.qa.fusion import check_fusion_settings
 
-        check_learned_coef(settings.retrieval.fusion_learned_coef)
+    check_fusion_settings(settings.retrieval)
 
 
 def require_run(settings: Settings, run: str) -> str:

@@ -226,6 +226,12 @@ def check_learned_coef(coef: Sequence[float], *, scale: bool = True) -> None:
         learned_scale(tuple(coef))
 
 
+def check_fusion_settings(r: RetrievalSettings) -> None:
+    """Raise SettingsError for fusion settings a run could not use (learned fusion's coefficients)."""
+    if r.fusion == "learned":
+        check_learned_coef(r.fusion_learned_coef)
+
+
 @functools.lru_cache(maxsize=64)  # per question otherwise: four feature computations of their own
 def _anchors(coef: tuple[float, ...], vector: bool, bm25: bool) -> tuple[float, float]:
     return first_everywhere(coef, vector=vector, bm25=bm25), learned_scale(coef)

@@ -36,7 +36,7 @@ from schemas.qa import RERANK, RRF
 from schemas.settings import Settings
 from tasks.qa.filters import (adaptive_top_k, chapter_markers, chapter_scope, filter_candidates, in_section,
                               is_enum_query, mmr, term_id_sets)
-from tasks.qa.fusion import check_learned_coef, figures_on_vector_scale, fuse
+from tasks.qa.fusion import check_fusion_settings, figures_on_vector_scale, fuse
 from tasks.qa.rerank import Reranker, rerank, reranker_from_settings
 from tasks.qa.rescue import rescue
 from tasks.qa.types import (BM25, FIGURE, FIGURE_TYPES, MODES, VECTOR, Candidate, ChannelHits, Retrieval,
@@ -60,8 +60,7 @@ class Retriever:
         from tasks.index.bm25 import BM25Index
 
         self.settings, self.kb = settings, kb
-        if settings.retrieval.fusion == "learned":  # unusable coefficients fail the run before any question
-            check_learned_coef(settings.retrieval.fusion_learned_coef)
+        check_fusion_settings(settings.retrieval)  # unusable coefficients fail the run before any question
         # the published snapshots, never the live Chroma/BM25 an ingest may be changing (tasks.index.snapshot)
         self.collection = collection if collection is not None else snapshot.read_collection(settings, kb)
         self.size = self.collection.count()
