@@ -71,6 +71,16 @@ def test_byd_balance_sheet_is_one_table_over_pages_5_and_6(home):
     assert "流动资产合计" in sheet.content and "负债和所有者权益总计" in sheet.content
 
 
+def test_byd_statements_take_the_title_line_above_them_as_caption(home):
+    # MinerU reads "2、合并利润表" / "单位:元" as text above the table; "3、合并现金流量表" is glued to the
+    # signature line before it, and "资产负债表" follows a "适用 □不适用" box
+    tables = [c for c in chunks_of("byd_2025q1_quarterly_report", home) if c.chunk_type == "table"]
+    captions = {(c.content.split(" | ")[0], c.page_start): c.caption for c in tables}
+    assert [captions["项目", page] for page in (5, 7, 8)] == ["1、合并资产负债表", "2、合并利润表", "3、合并现金流量表"]
+    assert sorted(c.caption for c in tables if c.content.startswith("科目名称")) == ["损益表", "现金流量表", "资产负债表"]
+    assert "" in captions.values()  # the key figures table above which no statement is named
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_no_short_heading_only_chunk_before_its_body(name, home):
     chunks = chunks_of(name, home)

@@ -22,7 +22,7 @@ from tasks.ingest.headings import HeadingRules, assign_heading_levels, assign_se
 from tasks.ingest.images import attach_captions, copy_images
 from tasks.ingest.land import LandedChunks, write_chunk_rows
 from tasks.ingest.postprocess import ChunkingSettings, postprocess
-from tasks.ingest.tables import merge_cross_page_tables
+from tasks.ingest.tables import merge_cross_page_tables, title_tables
 
 
 @dataclass
@@ -47,11 +47,13 @@ def heading_rules(settings: Settings) -> HeadingRules:
 
 
 def structure(normalized: Normalized, settings: Settings) -> list[Chunk]:
-    """Normalized items with merged tables, reliable heading levels, section paths and captions."""
+    """Normalized items with merged tables, reliable heading levels, section paths, captions and
+    statement titles."""
     chunks = merge_cross_page_tables(normalized.chunks)
     chunks = assign_section_paths(assign_heading_levels(chunks, heading_rules(settings)))
-    return attach_captions(chunks, max_caption_len=settings.ingest.caption_max_chars,
-                           context_chars=settings.ingest.image_context_chars)
+    chunks = attach_captions(chunks, max_caption_len=settings.ingest.caption_max_chars,
+                             context_chars=settings.ingest.image_context_chars)
+    return title_tables(chunks)
 
 
 def build_chunks(parsed_dir: Path, settings: Settings, *, kb: str, doc_md5: str, source: str) -> ChunkedDocument:

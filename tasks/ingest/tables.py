@@ -5,7 +5,7 @@ import re
 from dataclasses import dataclass, replace
 from html.parser import HTMLParser
 
-from schemas.chunk import TABLE, Chunk
+from schemas.chunk import TABLE, TEXT, Chunk
 from tasks.common.text import plain_quantities
 
 
@@ -248,3 +248,35 @@ def merge_cross_page_tables(chunks: list[Chunk]) -> list[Chunk]:
         else:
             out.append(chunk)
     return out
+
+
+# A financial statement's title is often a line of text right above it ("2、合并利润表", "现金流量表",
+# "1、合并资产负债表编制单位:…"), with a unit or date line between, which the PDF does not mark as a
+# caption: it becomes the table's caption, so a question naming the statement finds its table.
+_UNIT_OR_DATE = re.compile(r"^\s*(?:单位|币种|货币单位|unit)\s*[:：]|^\s*[0-9]{4}\s*年(?:\s*[0-9]{1,2}\s*月)?"
+                           r"(?:\s*[0-9]{1,2}\s*日)?\s*$", re.IGNORECASE)
+_CHECKBOX = re.compile(r"[□■\ue000-\uf8ff]?\s*适用\s*[□■\ue000-\uf8ff]?\s*不适用\s*|[□■\ue000-\uf8ff]")  # "适用 □不适用" (a box glyph may be private-use)
+_STATEMENT_TITLE = re.compile(r"(?:^|[0-9]+[、.．]\s*)[^\s，。,:：;；、|]{0,24}表(?=\s*编制单位|\s*$)")
+_NOT_A_TITLE = ("下表", "上表", "此表", "该表", "本表", "附表", "列表")
+
+
+def statement_title(text: str) -> str:
+    """The statement title ending `text` ("…会计机构负责人:刘惠3、合并现金流量表" → "3、合并现金流量表"), or ""."""
+    line = _CHECKBOX.sub("", (text or "").strip().splitlines()[-1] if (text or "").strip() else "")
+    m = _STATEMENT_TITLE.search(line)
+    title = m.group().strip() if m else ""
+    return "" if len(title) < 3 or title.endswith(_NOT_A_TITLE) else title
+
+
+def title_tables(chunks: list[Chunk]) -> list[Chunk]:
+    """Give a table without a caption the statement title of the text just before it (over a unit
+    or date line), on the same or the previous page."""
+    for i, chunk in enumerate(chunks):
+        if chunk.chunk_type != TABLE or chunk.caption.strip():
+            continue
+        j = i - 1
+        while j >= 0 and chunks[j].chunk_type == TEXT and _UNIT_OR_DATE.search(chunks[j].content):
+            j -= 1
+        if j >= 0 and chunks[j].chunk_type == TEXT and chunks[j].page_end >= chunk.page_start - 1:
+            chunk.caption = statement_title(chunks[j].content)
+    return chunks

@@ -5,7 +5,8 @@ import json
 
 from schemas.chunk import Chunk
 from tasks.ingest.content_list import normalize_v1
-from tasks.ingest.tables import column_count, html_table_rows, merge_cross_page_tables, table_grid, table_text
+from tasks.ingest.tables import (column_count, html_table_rows, merge_cross_page_tables, statement_title, table_grid,
+                                 table_text, title_tables)
 from tests.conftest import CVPR_DIR, SVOLT_DIR, need
 
 
@@ -104,3 +105,23 @@ def test_spans_of_the_real_cvpr_table_are_resolved():
     rows = table_grid(html)
     assert ["ImageNet-LT", "CC-SAM", "ResNeXt-50", "63.1", "53.4", "41.1", "55.4"] in rows
     assert sum(r[0] == "ImageNet-LT" for r in rows) == 14
+
+
+def test_a_statement_title_ending_the_text_above_a_table_is_found():
+    assert statement_title("法定代表人:王传福 会计机构负责人:刘惠3、合并现金流量表") == "3、合并现金流量表"
+    assert statement_title("1、合并资产负债表编制单位:比亚迪股份有限公司") == "1、合并资产负债表"
+    assert statement_title("适用 □不适用\uf052资产负债表") == "资产负债表"  # the box may be a private-use glyph
+    assert statement_title("适用范围表") == "适用范围表"
+    # a sentence pointing at a table, a box line, a section heading, a bare "表": no title
+    for text in ("具体情况见下表", "适用 □不适用", "（二） 非经常性损益项目和金额", "表", "王传福说：这是利润表"):
+        assert statement_title(text) == "", text
+
+
+def test_an_untitled_table_takes_the_title_over_its_unit_line_only_from_nearby_text():
+    def block(kind, content, page, caption=""):
+        return Chunk(content=content, chunk_type=kind, page_start=page, page_end=page, caption=caption)
+
+    chunks = title_tables([block("text", "2、合并利润表", 7), block("text", "单位:元", 7), block("table", "项目 | 本期", 7),
+                           block("text", "3、合并现金流量表", 8), block("table", "项目 | 本期", 8, caption="表3 现金流量"),
+                           block("text", "4、附注表", 8), block("table", "项目 | 本期", 10)])
+    assert [c.caption for c in chunks if c.chunk_type == "table"] == ["2、合并利润表", "表3 现金流量", ""]
