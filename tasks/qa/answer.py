@@ -35,7 +35,8 @@ from schemas.errors import LLMError
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, QAResult, Question
 from schemas.settings import Settings
 from tasks.qa.context import Context
-from tasks.qa.extract import answers_what_is_asked, document_scope, focus, shortest_clause, table_cell, terms
+from tasks.qa.extract import (answers_what_is_asked, document_scope, focus, negated_terms, shortest_clause, table_cell,
+                              terms)
 from tasks.common.text import bigram_hit_rate, bigrams, clean_text, tokenize
 from tasks.qa.types import Retrieval, evidence_text
 
@@ -385,8 +386,11 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
             if len(cleaned) < MIN_SENTENCE_CHARS or cleaned in headings or _TOC_LINE.search(unit):
                 continue
             restated = unit.endswith(("？", "?")) or unit.startswith(("问：", "问:", "Q:"))
-            units.append(_Unit(terms(unit) | subject, words(unit) | subject_words, -1.0 if restated else 0.0, credit,
-                               order, pos, unit, c.chunk_id, c.chunk.chunk_type != TABLE))
+            negated = negated_terms(unit, q)  # "非住宅…" holds no "住宅" the question asks about
+            unit_words = words(unit) - {w for w in qw if terms(w) & negated} if negated else words(unit)
+            units.append(_Unit((terms(unit) - negated) | subject, unit_words | subject_words,
+                               -1.0 if restated else 0.0, credit, order, pos, unit, c.chunk_id,
+                               c.chunk.chunk_type != TABLE))
     # bigrams match across word boundaries ("自然人下落" → "人下"), so a unit is also scored on the
     # question's words ("死亡" decides between the articles on 失踪 and on 死亡, where bigrams tie), those
     # naming what is asked counting double ("存货周转天数" of "…的存货周转天数是多少天")

@@ -17,7 +17,7 @@ clause of a sentence that carries the answer.
   `PERIOD_NAMES`); the words naming the document ("CC-SAM" of "in the CC-SAM paper") only break ties
   between rows. A header row of colspans landed before spans were resolved (" | ImageNet-LT |
   Places-LT") is spread over the columns under it. A form with no header row ("姓名 | MinerU | 曾用名 |
-  …") answers with the value beside the named field (`form_cell`).
+  …") answers with the value beside the named field (`form_field`).
 - `focus`: the words a Chinese question asks about (before "是多少", "是谁", …); `cjk_numbers`:
   numbers in Chinese numerals, which answer "几年" / "多少周岁" as digits do.
 - `shortest_clause`: the sentence's clauses (split at ，；: and the like); the one holding most of the
@@ -55,6 +55,8 @@ _CJK_NUMBER = re.compile(rf"(?<![第{_CJK_DIGITS}])((?:百分之)?[{_CJK_DIGITS}
 _NUMBER_CELL = re.compile(r"^[\s(（]*[-+−~≈<>≤≥±]?\s*[0-9][0-9,.\s]*(?:%|‰|[a-zA-Z]{0,3})?[)）]?\s*(?:[（(].*)?$")
 MAX_KEY_CELLS = 3  # word cells read as the row's label: a dataset, a method, a backbone
 SUBJECT_ROW_WEIGHT = 0.1  # a row named by the document's own name ("CC-SAM") only breaks ties
+FOCUS_ROW_BONUS = 0.5  # a row whose label the question writes out as what it asks about
+_SUB_ITEM = re.compile(r"^\s*(?:其中|加|减)\s*[:：]\s*")  # a financial statement's sub-item marker
 _NUMBERING = re.compile(r"^(?:no\.?|序号|[0-9]+(?:\.[0-9]+)*\.?)$", re.IGNORECASE)
 # words that ask rather than name: never evidence that a row or column was meant
 _ASKING = {"什么", "多少", "哪些", "哪个", "是多", "少元", "为多", "是什", "有哪", "how", "much", "many", "what",
@@ -74,6 +76,16 @@ def terms(text: str) -> frozenset[str]:
         elif len(tok) > 1 and tok not in STOP_WORDS:
             out.add(singular(tok))
     return frozenset(out - _ASKING)
+
+
+def negated_terms(text: str, question_terms: frozenset[str]) -> frozenset[str]:
+    """The question's CJK bigrams that `text` holds only behind 非 ("住宅" of "非住宅建设用地…"),
+    when the question does not say 非 itself: a unit about 非住宅 does not answer about 住宅."""
+    if "非" not in text:
+        return frozenset()
+    return frozenset(t for t in question_terms
+                     if len(t) == 2 and "\u3400" <= t[0] and "非" + t[0] not in question_terms
+                     and ("非" + t) in text and t not in text.replace("非" + t, ""))
 
 
 def singular(word: str) -> str:
@@ -113,6 +125,7 @@ class Cell:
     row_score: float
     column_score: float
     written: bool = False  # the question writes the row's label out ("支付的各项税费")
+    note: bool = False  # a blank form's field note ("一寸照片（不超过50MB）"): the value is the note
 
     @property
     def text(self) -> str:
@@ -250,7 +263,8 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
     best: tuple[float, Cell] | None = None
     rows = _rows(content)
     grid = [row for row, _ in rows]
-    asked = _plain(question)
+    asked, asked_about = _plain(question), _plain(focus(question))
+    subject = subject | scope_only_terms(question)
     periods = _period_terms(question)
     for headers, data in _blocks(rows):
         col_scores = [_column_score(h, q | periods, q_numbers) for h in headers]
@@ -262,17 +276,19 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
             key = k + 1
             while key < len(row) and key - k < MAX_KEY_CELLS and row[key] and not _NUMBER_CELL.match(row[key]):
                 key += 1
-            label = " ".join(dict.fromkeys(c for c in row[k:key] if c))
+            name = _SUB_ITEM.sub("", row[k])  # "其中:利息费用" is the row of 利息费用
+            label = " ".join(dict.fromkeys(c for c in [name, *row[k + 1:key]] if c))
             shown = " ".join(dict.fromkeys([row[k], *(c for c in row[k + 1:key] if c and terms(c) <= q)]))
             values = [j for j in range(k + 1, len(row)) if row[j]]
-            row_score = max(named(row[k], q), named(label, q))
-            if not row[k] or not values or row_score <= 0:
+            row_score = max(named(name, q), named(label, q))
+            if not name or not values or row_score <= 0:
                 continue
             if subject:
-                row_score = max(named(row[k], q, subject), named(label, q, subject)) + SUBJECT_ROW_WEIGHT * row_score
-            written = len(_plain(row[k])) >= 2 and _plain(row[k]) in asked and bool(terms(row[k]) - subject)
+                row_score = max(named(name, q, subject), named(label, q, subject)) + SUBJECT_ROW_WEIGHT * row_score
+            written = len(_plain(name)) >= 2 and _plain(name) in asked and bool(terms(name) - subject)
             if written:
-                row_score += 1.0
+                # the row of what is asked beats a row the question names as its setting ("财务费用项下的利息费用")
+                row_score += 1.0 + FOCUS_ROW_BONUS * (_plain(name) in asked_about)
             scored = [(col_scores[j] if j < len(col_scores) else 0.0, -j) for j in values]
             # a question asking no number takes a named column of words over a named year's number
             # ("2025年1-3月管理费用增加的原因" → 变动原因, not 2025年1-3月)
@@ -288,12 +304,13 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
             total = row_score + 0.8 * max(score, 0.0)
             if best is None or total > best[0]:
                 best = (total, cell)
-    if best is not None:
-        return best[1]
     # a form's rows differ in width ("姓名 | MinerU | 曾用名 | …" over "身份证号 |  | 籍贯 | ") or have
     # blank fields; a table's do not, and its header cells are no values ("Food | Calories per portion")
-    form = len({len(r) for r in grid}) > 1 or any(not c for r in grid for c in r[1:])
-    return form_cell(q, content) if form else None
+    if len({len(r) for r in grid}) > 1 or any(not c for r in grid for c in r[1:]):
+        field = form_field(q, content)
+        if best is None or (field is not None and field[1].note and field[0] > best[0]):
+            best = field  # a field beside its label when no row is named; a field's note when named best
+    return best[1] if best is not None else None
 
 
 @lru_cache(maxsize=65536)  # a batch reads the same tables' labels for many questions
@@ -304,27 +321,53 @@ def _plain(text: str) -> str:
 FORM_LABEL_MAX_CHARS = 12
 
 
-def form_cell(question_terms: set[str], content: str) -> Cell | None:
+def form_field(question_terms: set[str], content: str) -> tuple[float, Cell] | None:
     """A form's field ("姓名 | MinerU | 曾用名 |  | 性别 | …": labels and values side by side, no header
     row): the value right of the short label the question names best (the first on a tie), under
-    the form section's title line when there is one ("主申请人-基本情况 — 姓名: MinerU")."""
+    the form section's title line when there is one ("主申请人-基本情况 — 姓名: MinerU"). A blank
+    form's answer is often its field's own note: "一寸照片（不超过50MB）", "主要工作内容 （10字以内）",
+    a section title "…及专业特长（500字内概括）" — the field or title the question names best, when the
+    question names it better than any label with a value."""
     best: tuple[float, Cell] | None = None
     title = ""
     for line in (content or "").splitlines():
         if " | " not in line:
-            title = line.strip() if len(line.strip()) <= 2 * FORM_LABEL_MAX_CHARS else title
+            # a section's title, without its note ("主申请人-工作经历（从初次参加工作顺序填写…）")
+            name = re.sub(r"\s*[（(][^（）()]*[)）]\s*$", "", line.strip())
+            title = name if len(name) <= 2 * FORM_LABEL_MAX_CHARS else ""
+            best = _better(best, _field_note(question_terms, line.strip(), ""))
             continue
         row = [c.strip() for c in line.split(" | ")]
         title_score = named(title, question_terms)
-        for j, label in enumerate(row[:-1]):
-            value = row[j + 1]
+        for j, label in enumerate(row):
+            best = _better(best, _field_note(question_terms, label, title, title_score))
+            value = row[j + 1] if j + 1 < len(row) else ""
             if not value or len(label) > FORM_LABEL_MAX_CHARS:
                 continue
             score = named(label, question_terms)
-            if score > 0 and (best is None or score + 0.5 * title_score > best[0]):
-                best = (score + 0.5 * title_score, Cell(title, label, value, title_score, score) if title
-                        else Cell(label, "", value, score, 0.0))
-    return best[1] if best else None
+            if score > 0:
+                best = _better(best, (score + 0.5 * title_score, Cell(title, label, value, title_score, score)
+                                      if title else Cell(label, "", value, score, 0.0)))
+    return best
+
+
+# a field's note: a bracketed limit at its end ("（不超过50MB）", "(10字以内)")
+_FIELD_NOTE = re.compile(r"^(.*\S)\s*[（(]([^（）()]*(?:[0-9]|以内|以下|不超过|不少于|至少|最多)[^（）()]*)[)）]\s*$")
+
+
+def _field_note(question_terms: set[str], text: str, title: str, title_score: float = 0.0,
+                ) -> tuple[float, Cell] | None:
+    m = _FIELD_NOTE.match(text)
+    score = named(m.group(1), question_terms) if m else 0.0
+    if score <= 0:
+        return None
+    cell = Cell(title, m.group(1), m.group(2), title_score, score, note=True) if title \
+        else Cell(m.group(1), "", m.group(2), score, 0.0, note=True)
+    return score + 0.5 * title_score, cell
+
+
+def _better(best: tuple[float, Cell] | None, other: tuple[float, Cell] | None) -> tuple[float, Cell] | None:
+    return other if other is not None and (best is None or other[0] > best[0]) else best
 
 
 # ------------------------------------------------------------------------------------------------
@@ -409,11 +452,25 @@ def document_scope(question: str) -> str:
     """The words of a question that name the document it asks about ("《核电厂定期安全评价 第12部分：
     设计》由哪个单位归口", "比亚迪2025年一季报财务报表上的会计机构负责人是谁", "In the CC-SAM paper, what
     …"); "" when it names none that way."""
+    return " ".join(_scope_parts(question))
+
+
+def _scope_parts(question: str) -> list[str]:
     found = [m.group(1) for m in _SCOPE_TITLE.finditer(question or "")]
     m = _SCOPE_CJK.match(question or "") or _SCOPE_EN.search(question or "")
     if m:
         found.append(next(g for g in m.groups() if g))
-    return " ".join(found)
+    return found
+
+
+def scope_only_terms(question: str) -> frozenset[str]:
+    """The terms a question uses only to name its document ("CC-SAM" of "In the CC-SAM paper's table,
+    what does LDAM-DRW reach"): they name no row of a table."""
+    parts = _scope_parts(question)
+    rest = question
+    for part in parts:
+        rest = rest.replace(part, " ")
+    return terms(" ".join(parts)) - terms(rest)
 
 
 def cjk_numbers(text: str) -> set[str]:

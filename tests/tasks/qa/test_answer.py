@@ -14,7 +14,7 @@ from tasks.qa.answer import (CELL_BONUS, CONFIDENCE_LOW, CONFIDENCE_MID, NOT_FOU
                           _subject_terms, _table_unit, build_messages, confidence, confidence_instruction, cosine_floor,
                           extractive_answer, grade_evidence, sentences, validate_citations)
 from tasks.qa.context import Context, build_context
-from tasks.qa.extract import document_scope, terms
+from tasks.qa.extract import document_scope, negated_terms, terms
 from tasks.common.llm import ChatClient
 from tasks.qa.types import Candidate, Retrieval
 from tests.http_fakes import FakeServer, Reply, chat_reply, scripted
@@ -245,6 +245,17 @@ def test_the_question_words_decide_where_bigrams_tie():
                  "第四十六条 自然人有下列情形之一的，利害关系人可以向人民法院申请宣告该自然人死亡:（一）下落不明满四年；", "text")
     ctx = _context((law, 0.9))
     assert "下落不明满四年" in extractive_answer("自然人下落不明满几年，利害关系人可以申请宣告其死亡？", ctx, S).text
+
+
+def test_a_sentence_about_non_x_does_not_answer_about_x():
+    # prc_civil_code.pdf chunk 83: "非住宅…期限届满后" holds more of the question's words than "住宅…期限届满的"
+    law = _chunk("civil.pdf_83", "第三百五十九条 住宅建设用地使用权期限届满的，自动续期。续期费用的缴纳或者减免，依照法律、"
+                 "行政法规的规定办理。\n非住宅建设用地使用权期限届满后的续期，依照法律规定办理。", "text")
+    ctx = _context((law, 0.9))
+    assert "自动续期" in extractive_answer("住宅建设用地使用权期限届满后怎么处理？", ctx, S).text
+    assert extractive_answer("非住宅建设用地使用权期限届满后怎么处理？", ctx, S).text.startswith("非住宅")
+    assert negated_terms("非住宅建设用地使用权", terms("住宅建设用地")) == {"住宅"}
+    assert negated_terms("住宅与非住宅", terms("住宅建设用地")) == frozenset()  # also said without 非
 
 
 def test_what_the_question_asks_about_outweighs_its_setting():

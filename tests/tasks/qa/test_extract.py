@@ -9,7 +9,8 @@ from schemas.chunk import TABLE
 from schemas.settings import Settings
 from tasks.qa.answer import extractive_answer
 from tasks.qa.context import build_context
-from tasks.qa.extract import answers_what_is_asked, cjk_numbers, focus, shortest_clause, table_cell, terms
+from tasks.qa.extract import (answers_what_is_asked, cjk_numbers, focus, scope_only_terms, shortest_clause, table_cell,
+                              terms)
 from tasks.qa.types import Candidate
 from tests.test_golden import chunks_of
 
@@ -165,9 +166,14 @@ def test_a_row_group_label_and_the_words_beside_it_name_the_row(tables):
 
 def test_the_documents_own_name_does_not_pick_the_row():
     table = " | CIFAR-10-LT | CIFAR-10-LT\nImbalance Ratio | 200 | 100\nMiSLAS [62] | 77.31 | 82.06\nCC-SAM | 80.94 | 83.92"
+    # "in the CC-SAM paper('s table)" names the paper, not the row: those words name no row
     question = "In the CC-SAM paper's CIFAR-LT table, what does MiSLAS reach on CIFAR-10-LT with imbalance ratio 100?"
-    assert table_cell(question, table).value == "83.92"  # "CC-SAM" named in full beats "MiSLAS"
-    assert table_cell(question, table, subject=terms("CC-SAM")).value == "82.06"
+    assert scope_only_terms(question) == {"cc", "sam", "paper"}
+    assert table_cell(question, table).value == "82.06"
+    # the words the context shows naming the document (answer._subject_terms) only break ties too
+    assert table_cell("What does MiSLAS or CC-SAM reach on CIFAR-10-LT with ratio 100?", table).value == "83.92"
+    assert table_cell("What does MiSLAS or CC-SAM reach on CIFAR-10-LT with ratio 100?", table,
+                      subject=terms("CC-SAM")).value == "82.06"
     # named by the document's name only, the row still answers
     assert table_cell("What does CC-SAM reach with ratio 200?", table, subject=terms("CC-SAM")).value == "80.94"
 
@@ -203,3 +209,26 @@ def test_an_english_plural_names_its_singular(tables):
     assert table_cell("In the sample food table, which category do blueberries belong to?", foods.content).label \
         == "Berries"
     assert terms("foods boxes berries class status analysis") == terms("food box berry class status analysis")
+
+
+def test_the_row_the_question_asks_about_beats_the_row_it_names_as_its_setting(tables):
+    # BYD's income statement: "财务费用" and its sub-item "其中:利息费用" are both written out in the question
+    statement = table_with(tables["byd_2025q1_quarterly_report"], "其中:利息费用")
+    question = "合并利润表中，财务费用项下的利息费用本期发生额是多少元？"
+    assert table_cell(question, statement.content).text == "其中:利息费用 — 本期发生额: 601,460,000.00"
+    assert table_cell("合并利润表中财务费用的本期发生额是多少元？", statement.content).label == "财务费用"
+
+
+def test_a_blank_forms_field_note_answers_what_the_field_asks_for(tables):
+    form = table_with(tables["mineru_docx_demo"], "曾用名")
+    assert table_cell("主申请人基本情况表中，一寸照片有什么大小限制？", form.content).text == \
+        "主申请人-基本情况 — 一寸照片: 不超过50MB"
+    # the section title without its own note ("（从初次参加工作顺序填写…）") stands over the field
+    assert table_cell("申请表的工作经历中，“主要工作内容”要求控制在多少字以内？", form.content).text == \
+        "主申请人-工作经历 — 主要工作内容: 10字以内"
+    assert table_cell("主要科研成果（工作业绩）及专业特长一栏要在多少字内概括？", form.content).text == \
+        "主申请人-主要科研成果（工作业绩）及专业特长 — 500字内概括"
+    # a field with a value answers with its value; a section title's note is no field note
+    assert table_cell("主申请人基本情况表里，姓名一栏填的是什么？", form.content).value == "MinerU"
+    assert table_cell("户籍迁移及档案情况按照什么填写？", form.content) is None or \
+        table_cell("户籍迁移及档案情况按照什么填写？", form.content).value != "严格按照户口本首页信息填写"
