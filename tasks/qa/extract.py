@@ -153,16 +153,24 @@ def _value_row(row: list[str]) -> bool:
     return any(_is_value(c) for c in row[1:])
 
 
+def _word_row(row: list[str]) -> bool:
+    """Words but for a stray value ("Ti | Al | Si | … | H | 0": an OCR'd "O")."""
+    return sum(_is_value(c) for c in row[1:]) * 4 <= len(row) - 1
+
+
 def _blocks(rows: list[tuple[list[str], bool]]) -> list[tuple[list[str], list[list[str]]]]:
     """(headers per column, data rows) blocks: the first row and the value-less rows with an empty
     first cell right after it are the header, joined per column (a row with a label is data even
     when its values are words: "<-30 | 不允许 | 不允许"); a later value-less row with an empty first
     cell and ≥ 2 named columns starts a new block ("| 本报告期末 | 上年度末"), as does a value-less row
-    right after a line across the table (a sub-table's title: "前10名无限售条件股东持股情况")."""
+    right after a line across the table (a sub-table's title: "前10名无限售条件股东持股情况"). A header
+    row repeated after a page break is skipped."""
     blocks: list[tuple[list[str], list[list[str]]]] = []
     header_rows: list[list[str]] = []
     data: list[list[str]] = []
-    for row, titled in rows:
+    for i, (row, titled) in enumerate(rows):
+        if data and _repeats_header(row, header_rows):
+            continue  # the header again after a page break, maybe with the page's running head
         named_cells = sum(bool(c) for c in row[1:])
         starts_block = not _value_row(row) and (not row[0] or titled) and named_cells >= 2
         # under a header row of colspans (" | ImageNet-LT | Places-LT"), a wider value-less row is its
@@ -170,7 +178,8 @@ def _blocks(rows: list[tuple[list[str], bool]]) -> list[tuple[list[str], list[li
         # repeated over its sub-columns ("| CIFAR-10-LT | CIFAR-10-LT"), the row that tells them apart
         # is, even of numbers ("Imbalance Ratio | 200 | 100")
         sub_header = bool(header_rows) and not data and (
-            (len(row) > len(header_rows[-1]) and not _value_row(row)) or _splits_groups(header_rows[-1], row))
+            (len(row) > len(header_rows[-1]) and _word_row(row)) or _splits_groups(header_rows[-1], row)
+            or _heads_sub_header(row, rows[i + 1][0] if i + 1 < len(rows) else None))
         if not header_rows or (not data and (sub_header or (not row[0] and not _value_row(row)))) \
                 or (data and starts_block):
             if data:
@@ -182,6 +191,21 @@ def _blocks(rows: list[tuple[list[str], bool]]) -> list[tuple[list[str], list[li
     if data:
         blocks.append((_join_headers(header_rows, _width(data)), data))
     return blocks
+
+
+def _repeats_header(row: list[str], header_rows: list[list[str]]) -> bool:
+    """Is `row` a header row again ("合金 | 主要成分 | 杂质，不大于 | GB/T3620.1—2016" after a page break),
+    by its first two cells, its first cell and words only, or all cells but an OCR-garbled first?"""
+    return len(row) > 1 and any((h[0] and row[0] == h[0] and (row[1] == h[1] or _word_row(row)))
+                                or (len(h) > 2 and row[1:] == h[1:]) for h in header_rows if len(h) > 1)
+
+
+def _heads_sub_header(row: list[str], after: list[str] | None) -> bool:
+    """A word row with a wider word row under it is a header row too: the titanium standard's
+    "合金 | 主要成分 | 杂质" / "牌号 | 名义化学成分 | 其他元素" / "Ti | Al | Si | V | …" (a word row
+    followed by rows of its own width is data: "姓名 | 职务" / "张三 | 董事长")."""
+    return (after is not None and len(after) > len(row) and _word_row(after) and not _value_row(row)
+            and not _is_value(row[0]))
 
 
 def _splits_groups(header: list[str], row: list[str]) -> bool:
@@ -210,7 +234,8 @@ def _spread(row: list[str], width: int) -> list[str]:
     the rest evenly when they can ("ImageNet-LT" over the first four value columns)."""
     lead = next((i for i, c in enumerate(row) if c), len(row))
     named, rest = row[lead:], width - lead
-    if len(row) >= width or not named or rest % len(named):
+    # with no leading blank the first cell heads the label column ("合金 | 主要成分 | 杂质"): not spread
+    if len(row) >= width or not lead or not named or rest % len(named):
         return row
     return row[:lead] + [c for c in named for _ in range(rest // len(named))]
 
@@ -292,7 +317,7 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
             scored = [(col_scores[j] if j < len(col_scores) else 0.0, -j) for j in values]
             # a question asking no number takes a named column of words over a named year's number
             # ("2025年1-3月管理费用增加的原因" → 变动原因, not 2025年1-3月)
-            worded = [sj for sj in scored if sj[0] > 0 and not _HAS_DIGIT.search(row[-sj[1]])]
+            worded = [sj for sj in scored if sj[0] > 0 and not _NUMBER_CELL.match(row[-sj[1]])]
             score, j = max(worded if wants_words and worded else scored)
             j = -j
             if score > 0:

@@ -232,3 +232,21 @@ def test_a_blank_forms_field_note_answers_what_the_field_asks_for(tables):
     assert table_cell("主申请人基本情况表里，姓名一栏填的是什么？", form.content).value == "MinerU"
     assert table_cell("户籍迁移及档案情况按照什么填写？", form.content) is None or \
         table_cell("户籍迁移及档案情况按照什么填写？", form.content).value != "严格按照户口本首页信息填写"
+
+
+def test_a_header_of_three_rows_repeated_after_a_page_break_is_no_data():
+    # GB/T 3620.1-2016 表1 as the OCR reads it: two word rows over a wider row of element symbols (with an
+    # "O" read as "0"), the header again on the next page with the page's running head, then a sub-table
+    table = ("表1工业纯钛、α型和近α型钛及钛合金牌号和化学成分\n合金 | 主要成分 | 杂质，不大于\n牌号 | 名义化学成分 | 其他元素\n"
+             "Ti | Al | Si | V | Fe | C | N | H | 0\n单一总和\nTA1 | 工业纯钛 | 余量 | 0.25 | 0.10\n"
+             "TA10 | Ti-0.3Mo-0.8Ni | 余量 | 0.6~0.9 | 0.30\n表1（续）\n合金 | 主要成分 | 杂质，不大于 | GB/T3620.1—2016\n"
+             "牌号 | 名义化学成分 | 其他元素\nTi | Al | Si | V | Fe | C | N | H | 0\nTA13 | Ti-2.5Cu | 余量 | 2.0~3.0 | 0.20\n"
+             "表2β型钛合金牌号及化学成分\n合金 | 主要成分 | 杂质，不大于\n台萌 | 名义化学成分 | 其他元素\n"
+             "TB11 | Ti-15Mo | 余量 | 14.0~16.0 | 0.10")
+    for grade, composition in (("TA10", "Ti-0.3Mo-0.8Ni"), ("TA13", "Ti-2.5Cu"), ("TB11", "Ti-15Mo")):
+        cell = table_cell(f"GB/T 3620.1—2016中牌号{grade}的名义化学成分是什么？", table)
+        assert (cell.label, cell.value) == (grade, composition)
+        assert "名义化学成分" in cell.header
+    # a word row followed by rows as wide as it is data, not a header
+    people = "姓名 | 职务\n张三 | 董事长\n李四 | 总经理"
+    assert table_cell("张三的职务是什么？", people).value == "董事长"
