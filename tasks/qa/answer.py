@@ -197,6 +197,12 @@ _STARTS_ITEM = re.compile(r"^\s*(?:第[零一二三四五六七八九十百千0-
                           r"|[一二三四五六七八九十]+[、.]|[0-9]+(?:\.[0-9]+)*[.、)）\s]|[-*•·]\s|#)")
 
 
+_LIST_ITEM = re.compile(r"^\s*[（(][一二三四五六七八九十0-9]+[)）]")  # "（五）": a law's list of conditions
+
+
+_OPENS_LIST = re.compile(r"^(.*[:：])\s*[（(][一二三四五六七八九十1]+[)）]")
+
+
 def unwrap_lines(text: str) -> str:
     """`text` with wrapped lines joined (CJK without a space, Latin words with one)."""
     lines = (text or "").split("\n")
@@ -229,18 +235,26 @@ def evidence_units(chunk) -> list[str]:
     # a sentence opening with a pronoun ("It featured early examples of cut, copy, and paste.") or with
     # no subject ("由 zepinglee 开发") names its subject in the sentence before; one ending with a colon
     # ("The following CL commands can be used …:") is said by the line after it: quoted together
-    joined = []
+    # the items after it ("（五）年满三十周岁。") are said by it too: each is quoted with it
+    joined, intro = [], ""
     for i, u in enumerate(units):
         if i and _PRONOUN_START.match(u):
             u = _join(units[i - 1], u)
+        item = bool(_LIST_ITEM.match(u))
+        if item and intro and i and not units[i - 1].endswith((":", "：")):
+            u = _join(intro, u)
         if i + 1 < len(units) and u.endswith((":", "：")):
+            intro = u
             u = _join(u, units[i + 1])
+        elif not item:  # "…下列条件:（一）无子女…；" opens its list itself
+            opened = _OPENS_LIST.match(u)
+            intro = opened.group(1) if opened else ""
         joined.append(u)
     return joined
 
 
 def _join(first: str, second: str) -> str:
-    return f"{first}{'' if _CJK_CHAR.match(second) else ' '}{second}"
+    return f"{first}{'' if _CJK_CHAR.match(second) or second.startswith('（') else ' '}{second}"
 
 
 def _table_unit(question: str, chunk, subject: frozenset[str] = frozenset()) -> tuple[str, str, float] | None:

@@ -56,6 +56,9 @@ _NUMBER_CELL = re.compile(r"^[\s(（]*[-+−~≈<>≤≥±]?\s*[0-9][0-9,.\s]*(?
 MAX_KEY_CELLS = 3  # word cells read as the row's label: a dataset, a method, a backbone
 SUBJECT_ROW_WEIGHT = 0.1  # a row named by the document's own name ("CC-SAM") only breaks ties
 FOCUS_ROW_BONUS = 0.5  # a row whose label the question writes out as what it asks about
+PERCENT_BONUS = 0.5  # a cell in % when the question asks a ratio, as a column named by a term or two
+_ASKS_RATIO = re.compile(r"(?<![功频速])率|比例|占比|百分比|percent|\bratio\b|\brate\b", re.IGNORECASE)
+_CITATION = re.compile(r"\s*\[[0-9]+(?:\s*[,，–-]\s*[0-9]+)*\]")
 _SUB_ITEM = re.compile(r"^\s*(?:其中|加|减)\s*[:：]\s*")  # a financial statement's sub-item marker
 _NUMBERING = re.compile(r"^(?:no\.?|序号|[0-9]+(?:\.[0-9]+)*\.?)$", re.IGNORECASE)
 # words that ask rather than name: never evidence that a row or column was meant
@@ -180,6 +183,8 @@ def _blocks(rows: list[tuple[list[str], bool]]) -> list[tuple[list[str], list[li
         sub_header = bool(header_rows) and not data and (
             (len(row) > len(header_rows[-1]) and _word_row(row)) or _splits_groups(header_rows[-1], row)
             or _heads_sub_header(row, rows[i + 1][0] if i + 1 < len(rows) else None))
+        if not header_rows and not data and _data_row(row):  # the header was left on the page before
+            header_rows.append([""] * len(row))
         if not header_rows or (not data and (sub_header or (not row[0] and not _value_row(row)))) \
                 or (data and starts_block):
             if data:
@@ -191,6 +196,14 @@ def _blocks(rows: list[tuple[list[str], bool]]) -> list[tuple[list[str], list[li
     if data:
         blocks.append((_join_headers(header_rows, _width(data)), data))
     return blocks
+
+
+_YEAR = re.compile(r"^\s*(?:19|20)[0-9]{2}\s*[AEFH]?\s*$")
+
+
+def _data_row(row: list[str]) -> bool:
+    """A row of values no header has: two numbers or more that are no years ("5.11% | 155,149,602")."""
+    return sum(bool(_NUMBER_CELL.match(c)) and not _YEAR.match(c) for c in row[1:]) >= 2
 
 
 def _repeats_header(row: list[str], header_rows: list[list[str]]) -> bool:
@@ -289,6 +302,7 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
     rows = _rows(content)
     grid = [row for row, _ in rows]
     asked, asked_about = _plain(question), _plain(focus(question))
+    ratio = bool(_ASKS_RATIO.search(question))  # "持股比例", "毛利率": a percentage answers
     subject = subject | scope_only_terms(question)
     periods = _period_terms(question)
     for headers, data in _blocks(rows):
@@ -301,9 +315,10 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
             key = k + 1
             while key < len(row) and key - k < MAX_KEY_CELLS and row[key] and not _NUMBER_CELL.match(row[key]):
                 key += 1
-            name = _SUB_ITEM.sub("", row[k])  # "其中:利息费用" is the row of 利息费用
-            label = " ".join(dict.fromkeys(c for c in [name, *row[k + 1:key]] if c))
-            shown = " ".join(dict.fromkeys([row[k], *(c for c in row[k + 1:key] if c and terms(c) <= q)]))
+            # "其中:利息费用" is the row of 利息费用, "LADE [17]" of LADE (a citation names nothing)
+            name = _CITATION.sub("", _SUB_ITEM.sub("", row[k]))
+            label = " ".join(dict.fromkeys(_CITATION.sub("", c) for c in [name, *row[k + 1:key]] if c))
+            shown = " ".join(dict.fromkeys([row[k], *(c for c in row[k + 1:key] if c and terms(_CITATION.sub("", c)) <= q)]))
             values = [j for j in range(k + 1, len(row)) if row[j]]
             row_score = max(named(name, q), named(label, q))
             if not name or not values or row_score <= 0:
@@ -314,7 +329,8 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
             if written:
                 # the row of what is asked beats a row the question names as its setting ("财务费用项下的利息费用")
                 row_score += 1.0 + FOCUS_ROW_BONUS * (_plain(name) in asked_about)
-            scored = [(col_scores[j] if j < len(col_scores) else 0.0, -j) for j in values]
+            scored = [((col_scores[j] if j < len(col_scores) else 0.0)
+                       + (PERCENT_BONUS if ratio and "%" in row[j] else 0.0), -j) for j in values]
             # a question asking no number takes a named column of words over a named year's number
             # ("2025年1-3月管理费用增加的原因" → 变动原因, not 2025年1-3月)
             worded = [sj for sj in scored if sj[0] > 0 and not _NUMBER_CELL.match(row[-sj[1]])]

@@ -12,7 +12,7 @@ from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, RRF
 from schemas.settings import Settings
 from tasks.qa.answer import (CELL_BONUS, CONFIDENCE_LOW, CONFIDENCE_MID, NOT_FOUND, SYSTEM_PROMPT, Answerer,
                           _subject_terms, _table_unit, build_messages, confidence, confidence_instruction, cosine_floor,
-                          extractive_answer, grade_evidence, sentences, validate_citations)
+                          evidence_units, extractive_answer, grade_evidence, sentences, validate_citations)
 from tasks.qa.context import Context, build_context
 from tasks.qa.extract import document_scope, negated_terms, terms
 from tasks.common.llm import ChatClient
@@ -256,6 +256,17 @@ def test_a_sentence_about_non_x_does_not_answer_about_x():
     assert extractive_answer("非住宅建设用地使用权期限届满后怎么处理？", ctx, S).text.startswith("非住宅")
     assert negated_terms("非住宅建设用地使用权", terms("住宅建设用地")) == {"住宅"}
     assert negated_terms("住宅与非住宅", terms("住宅建设用地")) == frozenset()  # also said without 非
+
+
+def test_an_item_of_a_list_of_conditions_is_quoted_with_the_sentence_opening_the_list():
+    # prc_civil_code.pdf chunk 253: only "…下列条件:" says whose conditions "（五）年满三十周岁" are
+    law = _chunk("civil.pdf_253", "第一千零九十八条 收养人应当同时具备下列条件:（一）无子女或者只有一名子女；（二）有抚养、教育和"
+                 "保护被收养人的能力；（五）年满三十周岁。第一千一百零二条 无配偶者收养异性子女的，收养人与被收养人的年龄应当相差"
+                 "四十周岁以上。", "text")
+    units = evidence_units(law)
+    assert "第一千零九十八条 收养人应当同时具备下列条件:（五）年满三十周岁。" in units
+    assert units[-1].startswith("第一千一百零二条")  # the next article is no item of the list
+    assert "年满三十周岁" in extractive_answer("依照民法典，收养人需要年满多少周岁？", _context((law, 0.9)), S).text
 
 
 def test_what_the_question_asks_about_outweighs_its_setting():

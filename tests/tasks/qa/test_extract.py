@@ -250,3 +250,25 @@ def test_a_header_of_three_rows_repeated_after_a_page_break_is_no_data():
     # a word row followed by rows as wide as it is data, not a header
     people = "姓名 | 职务\n张三 | 董事长\n李四 | 总经理"
     assert table_cell("张三的职务是什么？", people).value == "董事长"
+
+
+def test_a_table_whose_header_stayed_on_the_page_before_answers_a_ratio_with_its_percentage():
+    # BYD's top-10 holders, as the chunk after the header's image holds them: no header row
+    holders = ("融捷投资控股集团有限公司 | 境内非国有法人 | 5.11% | 155,149,602 | 0 | 质押 | 13,570,000\n"
+               "香港中央结算有限公司 | 境外法人 | 4.13% | 125,417,624 | 0 | 不适用 | 0\n前10名无限售条件股东持股情况\n"
+               "股东名称 | 持有无限售条件股份数量 | 股份种类\n融捷投资控股集团有限公司 | 155,149,602 | 人民币普通股")
+    assert table_cell("融捷投资控股集团有限公司持有比亚迪股份的比例是多少？", holders).text == "融捷投资控股集团有限公司 — 5.11%"
+    assert table_cell("香港中央结算有限公司的持股比例是多少？", holders).value == "4.13%"
+    # 功率 is power, not a ratio: the named column answers, not the one holding "50%SOC"
+    spec = "参数Item | 产品规格 Specification | 条件Condition\n室温放电功率 | ≥2240W | 25±3℃,50%SOC, 10 s"
+    assert table_cell("室温放电功率的规格是多少？", spec).value == "≥2240W"
+
+
+def test_a_citation_mark_does_not_dilute_a_row_label():
+    # the CC-SAM paper's Places-LT rows: "LADE [17]" is LADE, and "CC-SAM" only names the paper
+    table = ("Dataset | Method | Backbone | Many | Medium | Few | Overall\n"
+             "Places-LT | LADE [17] | ResNet-152 | 42.8 | 39.0 | 31.2 | 38.8\n"
+             "Places-LT | CC-SAM | ResNet-152 | 41.2 | 42.1 | 36.4 | 40.6")
+    cell = table_cell("In the CC-SAM paper's results table, what overall accuracy does LADE (ResNet-152) reach on "
+                      "Places-LT?", table)
+    assert (cell.label, cell.value) == ("Places-LT LADE [17] ResNet-152", "38.8")
