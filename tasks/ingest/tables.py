@@ -255,7 +255,8 @@ def merge_cross_page_tables(chunks: list[Chunk]) -> list[Chunk]:
 # caption: it becomes the table's caption, so a question naming the statement finds its table.
 _UNIT_OR_DATE = re.compile(r"^\s*(?:单位|币种|货币单位|unit)\s*[:：]|^\s*[0-9]{4}\s*年(?:\s*[0-9]{1,2}\s*月)?"
                            r"(?:\s*[0-9]{1,2}\s*日)?\s*$", re.IGNORECASE)
-_CHECKBOX = re.compile(r"[□■\ue000-\uf8ff]?\s*适用\s*[□■\ue000-\uf8ff]?\s*不适用\s*|[□■\ue000-\uf8ff]")  # "适用 □不适用" (a box glyph may be private-use)
+# a report's "适用 □不适用" boxes (the box glyph may be a private-use character)
+_CHECKBOX = re.compile(r"[□■\ue000-\uf8ff]?\s*适用\s*[□■\ue000-\uf8ff]?\s*不适用\s*|[□■\ue000-\uf8ff]")
 _STATEMENT_TITLE = re.compile(r"(?:^|[0-9]+[、.．]\s*)[^\s，。,:：;；、|]{0,24}表(?=\s*编制单位|\s*$)")
 _NOT_A_TITLE = ("下表", "上表", "此表", "该表", "本表", "附表", "列表")
 

@@ -197,9 +197,8 @@ _STARTS_ITEM = re.compile(r"^\s*(?:第[零一二三四五六七八九十百千0-
                           r"|[一二三四五六七八九十]+[、.]|[0-9]+(?:\.[0-9]+)*[.、)）\s]|[-*•·]\s|#)")
 
 
-_LIST_ITEM = re.compile(r"^\s*[（(][一二三四五六七八九十0-9]+[)）]")  # "（五）": a law's list of conditions
-
-
+# a law's list of conditions: "…下列条件:（一）…；（二）…；（五）年满三十周岁。"
+_LIST_ITEM = re.compile(r"^\s*[（(][一二三四五六七八九十0-9]+[)）]")
 _OPENS_LIST = re.compile(r"^(.*[:：])\s*[（(][一二三四五六七八九十1]+[)）]")
 
 

@@ -14,10 +14,15 @@ clause of a sentence that carries the answer.
   tells them apart, even of numbers ("CIFAR-10-LT 200"); a row group's label and the word cells after
   the first name the row ("ImageNet-LT CC-SAM ResNeXt-50"); a label the question writes out ("≥-10",
   "支付的各项税费") counts more; a period goes by any of its names ("上年同期" = "上期发生额",
-  `PERIOD_NAMES`); the words naming the document ("CC-SAM" of "in the CC-SAM paper") only break ties
-  between rows. A header row of colspans landed before spans were resolved (" | ImageNet-LT |
-  Places-LT") is spread over the columns under it. A form with no header row ("姓名 | MinerU | 曾用名 |
-  …") answers with the value beside the named field (`form_field`).
+  `PERIOD_NAMES`), and the row of what is asked more still ("财务费用项下的利息费用" → "其中:利息费用");
+  a sub-item marker ("其中:") or a citation ("LADE [17]") names nothing; the words naming the document
+  ("CC-SAM" of "in the CC-SAM paper") only break ties between rows; a ratio ("持股比例") takes the cell
+  in %. Word rows over a wider word row are all header rows (the titanium standard's "合金" / "牌号" /
+  element rows), a header repeated after a page break is skipped, and a first row of values is data
+  (its header stayed on the page before). A header row of colspans landed before spans were
+  resolved (" | ImageNet-LT | Places-LT") is spread over the columns under it. A form with no
+  header row ("姓名 | MinerU | 曾用名 | …") answers with the value beside the named field, or with a
+  blank field's note ("一寸照片（不超过50MB）") (`form_field`).
 - `focus`: the words a Chinese question asks about (before "是多少", "是谁", …); `cjk_numbers`:
   numbers in Chinese numerals, which answer "几年" / "多少周岁" as digits do.
 - `shortest_clause`: the sentence's clauses (split at ，；: and the like); the one holding most of the
@@ -318,7 +323,8 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
             # "其中:利息费用" is the row of 利息费用, "LADE [17]" of LADE (a citation names nothing)
             name = _CITATION.sub("", _SUB_ITEM.sub("", row[k]))
             label = " ".join(dict.fromkeys(_CITATION.sub("", c) for c in [name, *row[k + 1:key]] if c))
-            shown = " ".join(dict.fromkeys([row[k], *(c for c in row[k + 1:key] if c and terms(_CITATION.sub("", c)) <= q)]))
+            shown = " ".join(dict.fromkeys([row[k], *(c for c in row[k + 1:key]
+                                                      if c and terms(_CITATION.sub("", c)) <= q)]))
             values = [j for j in range(k + 1, len(row)) if row[j]]
             row_score = max(named(name, q), named(label, q))
             if not name or not values or row_score <= 0:
