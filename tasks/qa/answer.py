@@ -394,14 +394,21 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
             units.append(_Unit(terms(cell[0]) | held, named_words, cell[2], credit, order, 0,
                                cell[1], c.chunk_id, False))
             continue
-        for pos, unit in enumerate(evidence_units(c.chunk)):
+        quoted, lead = evidence_units(c.chunk), ""
+        for pos, unit in enumerate(quoted):
+            # a part after "；" is said in the setting its sentence's first part gives ("第三季度收入…至38.9
+            # 亿元；毛利率同比-1.1 百分点至42.8%；"): it holds those words too
+            setting = lead if pos and quoted[pos - 1].endswith(("；", ";")) else ""
+            lead = setting or unit
             cleaned = clean_text(unit)
             if len(cleaned) < MIN_SENTENCE_CHARS or cleaned in headings or _TOC_LINE.search(unit):
                 continue
             restated = unit.endswith(("？", "?")) or unit.startswith(("问：", "问:", "Q:"))
             negated = negated_terms(unit, q)  # "非住宅…" holds no "住宅" the question asks about
             unit_words = words(unit) - {w for w in qw if terms(w) & negated} if negated else words(unit)
-            units.append(_Unit((terms(unit) - negated) | subject, unit_words | subject_words,
+            if setting:
+                unit_words |= words(setting)
+            units.append(_Unit((terms(unit) - negated) | terms(setting) | subject, unit_words | subject_words,
                                -1.0 if restated else 0.0, credit, order, pos, unit, c.chunk_id,
                                c.chunk.chunk_type != TABLE))
     # bigrams match across word boundaries ("自然人下落" → "人下"), so a unit is also scored on the

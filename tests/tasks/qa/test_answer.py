@@ -269,6 +269,16 @@ def test_an_item_of_a_list_of_conditions_is_quoted_with_the_sentence_opening_the
     assert "年满三十周岁" in extractive_answer("依照民法典，收养人需要年满多少周岁？", _context((law, 0.9)), S).text
 
 
+def test_a_part_after_a_semicolon_is_said_in_the_setting_of_its_sentences_first_part():
+    # broker_research_report_anonymized.pdf chunk 2: "第三季度" is said once, before the first "；"
+    report = _chunk("broker.pdf_2", "2024 年以来服装零售整体承压、三季度消费需求愈加疲软，第三季度收入同比-11.0%至38.9 亿元；"
+                    "毛利率同比-1.1 百分点至42.8%；除销售费用率外其他费用率较为稳定。在毛利率下滑、销售费用率大幅提升影响下，"
+                    "净利润下滑明显，第三季度归母净利润同比64.9%至 2.7 亿元。", "text")
+    ctx = _context((report, 0.9))
+    # the part itself is quoted, without its setting
+    assert extractive_answer("研报里某服装企业第三季度的毛利率是多少？", ctx, S).text.startswith("毛利率同比-1.1 百分点至42.8%")
+
+
 def test_what_the_question_asks_about_outweighs_its_setting():
     # as many of the question's words each; the words before "是多少" name what is asked
     setting = _chunk("report.pdf_1", "三季度末公司销售承压。", "text")
