@@ -510,6 +510,7 @@ def _scope_parts(question: str) -> list[str]:
     return found
 
 
+@lru_cache(maxsize=4096)  # table_cell asks it once per table of the context, of the same question
 def scope_only_terms(question: str) -> frozenset[str]:
     """The terms a question uses only to name its document ("CC-SAM" of "In the CC-SAM paper's table,
     what does LDAM-DRW reach"): they name no row of a table."""
