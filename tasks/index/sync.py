@@ -2,8 +2,9 @@
 
 DuckDB (`documents`/`chunks`) is the record of what a knowledge base holds; the indexes follow it:
 - `Indexer.index_documents` embeds many documents' chunks together in full batches (cached by
-  text, so unchanged chunks are never re-embedded), upserts them into Chroma in large slices, then
-  drops each document's stale ids; a failing group is retried document by document;
+  text, so unchanged chunks are never re-embedded), with the views of tables longer than the model
+  reads (`tasks.index.views`), upserts them into Chroma in large slices, then drops each document's
+  stale ids; a failing group is retried document by document;
 - `rebuild_bm25` rebuilds the BM25 index from the landed chunks' stored tokens (nothing is
   re-tokenized), streamed from DuckDB in Arrow batches, and swaps it in atomically;
 - `sync_indexes` does both for a run and repairs what an interrupted run left behind;
@@ -25,6 +26,7 @@ from schemas.settings import Settings
 from tasks.common.progress import Tracker
 from tasks.index import vector_index
 from tasks.index.query_encoder import ensure_exported
+from tasks.index.views import View, chunk_id_of, embedding_text, views_of
 from warehouse import db
 from warehouse.chunks import chunk_files, chunk_ids_by_source, chunk_term_batches, kb_chunk_ids
 
@@ -41,11 +43,17 @@ class IndexSummary:
     documents: int = 0
     chunks: int = 0
     embedded: int = 0  # texts actually encoded (the rest came from the embedding cache)
+    views: int = 0  # extra vectors of tables longer than the model reads
     removed: int = 0
     bm25_chunks: int = 0
     orphans: int = 0  # ids in Chroma that DuckDB no longer holds (a killed run, a rename), deleted
     repaired: int = 0  # documents indexed again because Chroma lacked some of their chunk ids
     bm25_rebuilt: bool = False
+
+
+def index_views(chunks: list[Chunk], embedder, settings: Settings) -> list[View]:
+    """The views of `chunks` for `embedder`'s window (`settings.index.view_tokens` tokens each)."""
+    return views_of(chunks, embedder.token_counts, window=embedder.window, view_tokens=settings.index.view_tokens)
 
 
 def _error(exc: BaseException) -> str:
@@ -141,14 +149,18 @@ class Indexer:
         return errors
 
     def _index(self, group: dict[str, list[Chunk]]) -> None:
-        from tasks.index.embed import embed_texts, embedding_text
+        from tasks.index.embed import embed_texts
 
-        texts = [embedding_text(c) for chunks in group.values() for c in chunks]
+        chunks = [c for chunks in group.values() for c in chunks]
+        views = index_views(chunks, self.embedder, self.settings)
+        texts = [embedding_text(c) for c in chunks] + [v.text for v in views]
         before, done_before = self.embedder.encoded, self.embedding.done
         vectors = embed_texts(texts, self.embedder, self.cache, batch_size=self.settings.runtime.embedding_batch_size,
                               progress=lambda done, _total: self.embedding.set(done_before + done))
         self.summary.embedded += self.embedder.encoded - before  # encoded (and cached) even if the upsert fails
-        updates = vector_index.upsert_documents(self.collection, self.kb, group, vectors)
+        self.summary.views += len(views)
+        updates = vector_index.upsert_documents(self.collection, self.kb, group, vectors[:len(chunks)], views,
+                                                vectors[len(chunks):])
         self.summary.documents += len(updates)
         self.summary.chunks += sum(u.added for u in updates.values())
         self.summary.removed += sum(u.removed for u in updates.values())
@@ -167,7 +179,7 @@ def warm_embedding_cache(settings: Settings, chunks_file: Path, model: str) -> i
     """Encode a document's chunks that the on-disk embedding cache lacks and store them there (the
     scale-out path: a Dask worker does this, the flow's index stage then only reads vectors).
     The model is loaded once per process. Returns how many texts were encoded."""
-    from tasks.index.embed import Embedder, embed_texts, embedding_text
+    from tasks.index.embed import Embedder, embed_texts
     from warehouse.embedding_cache import EmbeddingCache
 
     key = (model, settings.runtime.embedding_batch_size, settings.runtime.embedding_precision)
@@ -178,7 +190,9 @@ def warm_embedding_cache(settings: Settings, chunks_file: Path, model: str) -> i
                                                       precision=settings.runtime.embedding_precision)
     before = embedder.encoded
     with EmbeddingCache(settings.cache_dir / "embeddings", embedder.model_id) as cache:
-        embed_texts([embedding_text(c) for c in read_chunks(chunks_file)], embedder, cache,
+        chunks = read_chunks(chunks_file)
+        texts = [embedding_text(c) for c in chunks] + [v.text for v in index_views(chunks, embedder, settings)]
+        embed_texts(texts, embedder, cache,
                     batch_size=settings.runtime.embedding_batch_size)
     return embedder.encoded - before
 
@@ -235,8 +249,11 @@ def sync_indexes(settings: Settings, kb: str, to_index: list[tuple[str, Path]], 
     col = indexer.collection
     in_chroma = vector_index.all_ids(col)
     all_duck = set().union(*duck.values()) if duck else set()
-    summary.orphans = vector_index.delete_ids(col, sorted(in_chroma - all_duck))
-    lacking = sorted(s for s, ids in duck.items() if not ids <= in_chroma and s not in errors)
+    orphans = sorted(i for i in in_chroma if chunk_id_of(i) not in all_duck)  # a view goes with its chunk
+    vector_index.delete_ids(col, orphans)
+    summary.orphans = len({chunk_id_of(i) for i in orphans})
+    held = vector_index.own_ids(in_chroma)
+    lacking = sorted(s for s, ids in duck.items() if not ids <= held and s not in errors)
     if lacking:
         landed = db.landed_documents(settings.db_path, kb)
         errors.update(indexer.index_documents([(source, Path(landed[source][1])) for source in lacking]))
@@ -299,7 +316,7 @@ def check(settings: Settings, kb: str) -> Consistency:
             col = snapshot.SnapshotCollection.empty()
     else:
         col = snapshot.read_collection(settings, kb)
-    stores = {"duckdb": kb_chunk_ids(settings.db_path, kb), "chroma": vector_index.all_ids(col)}
+    stores = {"duckdb": kb_chunk_ids(settings.db_path, kb), "chroma": vector_index.own_ids(vector_index.all_ids(col))}
     bm25_dir = settings.bm25_dir / kb if live else snapshot.bm25_dir(settings, kb)
     stores["bm25"] = set(BM25Index.read_chunk_ids(bm25_dir)) if bm25_dir.exists() else set()
     union = set().union(*stores.values())

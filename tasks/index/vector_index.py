@@ -1,4 +1,5 @@
-"""Vector index: one Chroma collection per knowledge base, ids = chunk_id.
+"""Vector index: one Chroma collection per knowledge base, ids = chunk_id (and "{chunk_id}#{n}" for
+the views of a table longer than the model reads, `tasks.index.views`: same metadata as their chunk).
 
 PersistentClient under the home by default; HttpClient when `chroma_url` is set (a Chroma server
 for stores that outgrow one machine). Documents are the chunks' semantic_content; metadata is the
@@ -10,13 +11,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 from urllib.parse import urlparse
 
 import numpy as np
 
 from schemas.chunk import Chunk
 from schemas.settings import Settings
+from tasks.index.views import View, chunk_id_of
 
 # Chroma caps a single write (the client says how much: `max_batch`); larger batches go in slices.
 MAX_BATCH = 4000
@@ -90,12 +92,13 @@ class IndexUpdate:
     removed: int
 
 
-def upsert_document(col, kb: str, chunks: list[Chunk], vectors: np.ndarray, *, source: str) -> IndexUpdate:
-    """Write a document's chunks, then remove its ids that the new version no longer has.
+def upsert_document(col, kb: str, chunks: list[Chunk], vectors: np.ndarray, *, source: str,
+                    views: Sequence[View] = (), view_vectors: np.ndarray | None = None) -> IndexUpdate:
+    """Write a document's chunks (and views), then remove its ids that the new version no longer has.
 
     The new version is written before anything is deleted, so a failure midway leaves the old
     chunks searchable rather than none (the `kbflow check` consistency check reports it)."""
-    return upsert_documents(col, kb, {source: chunks}, vectors)[source]
+    return upsert_documents(col, kb, {source: chunks}, vectors, views, view_vectors)[source]
 
 
 def max_batch(col) -> int:
@@ -107,14 +110,19 @@ def max_batch(col) -> int:
     return limit if limit > 0 else MAX_BATCH
 
 
-def upsert_chunks(col, kb: str, chunks: list[Chunk], vectors: np.ndarray, *, batch: int | None = None) -> None:
-    """Write chunks (of any number of documents) in slices as large as the client allows."""
+def upsert_chunks(col, kb: str, chunks: list[Chunk], vectors: np.ndarray, *, views: Sequence[View] = (),
+                  view_vectors: np.ndarray | None = None, batch: int | None = None) -> None:
+    """Write chunks (of any number of documents) and views in slices as large as the client allows."""
     batch = batch or max_batch(col)
-    ids = [c.chunk_id for c in chunks]
-    for start in range(0, len(chunks), batch):
+    ids = [c.chunk_id for c in chunks] + [v.id for v in views]
+    documents = [c.semantic_content for c in chunks] + [v.text for v in views]
+    owners = list(chunks) + [v.chunk for v in views]
+    if views:
+        vectors = np.concatenate([vectors, view_vectors])
+    for start in range(0, len(ids), batch):
         part = slice(start, start + batch)
-        col.upsert(ids=ids[part], embeddings=vectors[part], documents=[c.semantic_content for c in chunks[part]],
-                   metadatas=[chunk_metadata(c, kb) for c in chunks[part]])
+        col.upsert(ids=ids[part], embeddings=vectors[part], documents=documents[part],
+                   metadatas=[chunk_metadata(c, kb) for c in owners[part]])
 
 
 def ids_by_source(col, sources: Iterable[str]) -> dict[str, set[str]]:
@@ -130,16 +138,21 @@ def ids_by_source(col, sources: Iterable[str]) -> dict[str, set[str]]:
     return found
 
 
-def upsert_documents(col, kb: str, documents: dict[str, list[Chunk]], vectors: np.ndarray) -> dict[str, IndexUpdate]:
-    """Write many documents' chunks (`vectors` in the order of their chunks, document after document) in
-    large slices, then remove each document's ids that its new version no longer has: as for one
-    document, nothing is deleted before every new id is in."""
+def upsert_documents(col, kb: str, documents: dict[str, list[Chunk]], vectors: np.ndarray,
+                     views: Sequence[View] = (), view_vectors: np.ndarray | None = None) -> dict[str, IndexUpdate]:
+    """Write many documents' chunks (`vectors` in the order of their chunks, document after document) and
+    the views of their long tables in large slices, then remove each document's ids that its new version
+    no longer has: as for one document, nothing is deleted before every new id is in. The counts are
+    of chunks (a table and its views count once)."""
     chunks = [c for doc in documents.values() for c in doc]
-    upsert_chunks(col, kb, chunks, vectors)
+    upsert_chunks(col, kb, chunks, vectors, views=views, view_vectors=view_vectors)
     held = ids_by_source(col, documents)
-    stale = {source: sorted(held.get(source, set()) - {c.chunk_id for c in doc}) for source, doc in documents.items()}
+    written = {c.chunk_id for c in chunks} | {v.id for v in views}
+    stale = {source: sorted(held.get(source, set()) - written) for source in documents}
     delete_ids(col, [i for ids in stale.values() for i in ids])
-    return {source: IndexUpdate(added=len(doc), removed=len(stale[source])) for source, doc in documents.items()}
+    return {source: IndexUpdate(added=len(doc), removed=len({chunk_id_of(i) for i in stale[source]}
+                                                            - {c.chunk_id for c in doc}))
+            for source, doc in documents.items()}
 
 
 def delete_ids(col, ids: Iterable[str]) -> int:
@@ -151,7 +164,10 @@ def delete_ids(col, ids: Iterable[str]) -> int:
 
 
 def delete_source(col, source: str) -> int:
-    return delete_ids(col, col.get(where={"source": source}, include=[])["ids"])
+    """Delete a source's vectors, views included; returns how many chunks they were."""
+    ids = col.get(where={"source": source}, include=[])["ids"]
+    delete_ids(col, ids)
+    return len({chunk_id_of(i) for i in ids})
 
 
 def get_pages(col, include: list[str]) -> Iterable[dict]:
@@ -166,4 +182,11 @@ def get_pages(col, include: list[str]) -> Iterable[dict]:
 
 
 def all_ids(col) -> set[str]:
+    """Every vector id of the collection, views included."""
     return {i for got in get_pages(col, include=[]) for i in got["ids"]}
+
+
+def own_ids(ids: Iterable[str]) -> set[str]:
+    """The chunk ids among vector ids: each chunk's own vector, not its views (which do not stand in
+    for it: a chunk whose own vector is lost is indexed again)."""
+    return {i for i in ids if chunk_id_of(i) == i}

@@ -34,6 +34,7 @@ from schemas.chunk import HEADING, TABLE, TEXT
 from schemas.errors import LLMError
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, QAResult, Question
 from schemas.settings import Settings
+from tasks.index.views import document_name
 from tasks.qa.context import Context
 from tasks.qa.extract import (answers_what_is_asked, document_scope, focus, negated_terms, shortest_clause, table_cell,
                               terms)
@@ -302,6 +303,14 @@ def _subject_terms(question: str, context: Context) -> dict[str, frozenset[str]]
     return out
 
 
+@lru_cache(maxsize=4096)
+def _named_terms(source: str, question_terms: frozenset[str]) -> frozenset[str]:
+    """The question's terms that the document's file name holds ("svolt", "blade", "cell" of
+    "SVOLT-196Ah-…-Blade-Battery-Cell-…"): they name the document, so each of its units holds them,
+    as each unit of a titled document holds its title's (`_subject_terms`)."""
+    return terms(document_name(source)) & question_terms
+
+
 def _document_terms(question_terms: set[str], context: Context) -> dict[str, set[str]]:
     """Per source of the context, the question's terms that its text (not its tables) holds, another
     source's does not, and no table of the context holds: who or what the document is about (the
@@ -382,7 +391,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
         credit = 0.1 * c.score / best_score
         # what names the document is held by each of its units: within it, the sentence restating
         # its title ("《…第12部分：设计》为上述15项标准之一") gains nothing from the question naming it
-        subject = subjects.get(c.source, frozenset())
+        subject = subjects.get(c.source, frozenset()) | _named_terms(c.source, q)
         subject_words = {w for w in qw if terms(w) and terms(w) <= subject}
         cell = _table_unit(question, c.chunk, subject) if a.extractive_table_cells and c.chunk.chunk_type == TABLE \
             else None

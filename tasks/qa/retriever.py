@@ -34,6 +34,7 @@ import numpy as np
 from schemas.chunk import Chunk
 from schemas.qa import RERANK, RRF
 from schemas.settings import Settings
+from tasks.index.views import chunk_id_of
 from tasks.qa.filters import (adaptive_top_k, chapter_markers, chapter_scope, filter_candidates, in_section,
                               is_enum_query, mmr, term_id_sets)
 from tasks.qa.fusion import check_fusion_settings, figures_on_vector_scale, fuse
@@ -49,6 +50,19 @@ from tasks.qa.types import (BM25, FIGURE, FIGURE_TYPES, MODES, VECTOR, Candidate
 # 2 cores: 34 questions/s in passes of 32, 95 in passes of 128, 89 in one pass of 320)
 QUERY_ENCODE_BATCH = 128
 RECORD_CACHE_MAX = 50_000  # chunk records a retriever keeps between batches (text and terms: a few KB each)
+
+
+def chunk_hits(ids: Sequence[str], distances: Sequence[float]) -> list[tuple[str, float]]:
+    """(chunk_id, cosine) best first from one query's vector ids and cosine distances: a view's hit
+    counts for its chunk (`tasks.index.views`), once, at its best cosine. Chroma guarantees no order
+    among equal distances (duplicate chunks, repeated table rows): sorted by id, ties rank the same
+    in every run, and so do the rescues that read the ranks."""
+    best: dict[str, float] = {}
+    for vector_id, distance in zip(ids, distances):
+        chunk_id, score = chunk_id_of(vector_id), 1.0 - float(distance)
+        if score > best.get(chunk_id, -2.0):
+            best[chunk_id] = score
+    return sorted(best.items(), key=lambda hit: (-hit[1], hit[0]))
 
 
 class Retriever:
@@ -68,14 +82,16 @@ class Retriever:
             bm25_dir = snapshot.bm25_dir(settings, kb)
             bm25 = BM25Index.load(bm25_dir) if bm25_dir.exists() else BM25Index()
         self.bm25 = bm25
+        # more vectors than chunks: long tables have views (tasks.index.views), which fold into their table
+        self.has_views = self.size > len(bm25)
         self._embedder = embedder
         self._records: dict[str, Chunk | None] = {}  # chunk_id → DuckDB record (None: not in DuckDB)
         self._terms: dict[str, int] = {}  # BM25 term → id, for the chunks' term sets (MMR's Jaccard)
         self._term_sets: dict[str, np.ndarray] = {}  # chunk_id → its distinct term ids
         self.reranker = reranker if reranker is not None else reranker_from_settings(settings)
         # the KB does not change during a run: which chunks are not active, whether any figure exists
-        self.inactive = frozenset(self.collection.get(where={"status": {"$ne": "active"}}, include=[])["ids"]) \
-            if self.size else frozenset()
+        self.inactive = frozenset(chunk_id_of(i) for i in self.collection.get(
+            where={"status": {"$ne": "active"}}, include=[])["ids"]) if self.size else frozenset()
         self.has_figures = bool(self.size and self.collection.get(
             where={"chunk_type": {"$in": list(FIGURE_TYPES)}}, limit=1, include=[])["ids"])
 
@@ -121,11 +137,10 @@ class Retriever:
         n = min(n, self.size)
         if n <= 0 or not len(vectors):
             return [ChannelHits(channel, weight, [], v) for v in range(len(vectors))]
-        res = self.collection.query(query_embeddings=vectors, n_results=n, where=where, include=["distances"])
-        # Chroma guarantees no order among equal distances (duplicate chunks, repeated table rows):
-        # sorted by id, ties rank the same in every run, and so do the rescues that read the ranks
-        return [ChannelHits(channel, weight, sorted(((i, 1.0 - float(d)) for i, d in zip(ids, dists)),
-                                                    key=lambda hit: (-hit[1], hit[0])), v)
+        # with views, twice as deep, so that n chunks remain when views fold into their table
+        depth = min(2 * n, self.size) if self.has_views else n
+        res = self.collection.query(query_embeddings=vectors, n_results=depth, where=where, include=["distances"])
+        return [ChannelHits(channel, weight, chunk_hits(ids, dists)[:n], v)
                 for v, (ids, dists) in enumerate(zip(res["ids"], res["distances"]))]
 
     def _where(self, sources: Sequence[str] | None, figures: bool = False) -> dict | None:

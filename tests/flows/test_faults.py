@@ -223,10 +223,10 @@ def test_exception_in_the_index_stage_leaves_duckdb_whole_and_the_next_run_repai
 
     real = vector_index.upsert_documents
 
-    def failing(col, kb, documents, vectors):
+    def failing(col, kb, documents, *vectors):
         if "a.md" in documents:
             raise RuntimeError("injected: Chroma went away")
-        return real(col, kb, documents, vectors)
+        return real(col, kb, documents, *vectors)
 
     monkeypatch.setattr(vector_index, "upsert_documents", failing)
     with pytest.raises(IndexIncompleteError, match="1 document\\(s\\) landed but not indexed") as raised:

@@ -14,6 +14,7 @@ from schemas.settings import Settings, load_settings
 from tasks.index import e5_convert, vector_index
 from tasks.index.bm25 import BM25Index
 from tasks.index.sync import check, prune_parquet, remove_document, sync_indexes
+from tasks.index.views import chunk_id_of
 from tasks.ingest.chunk import build_chunks
 from tasks.ingest.discover import discover
 from tasks.ingest.land import write_chunks
@@ -25,6 +26,9 @@ KB = "kb1"
 DOCS = {
     "pump.md": "# 水泵\n\n水泵的额定流量为每小时五十立方米。\n\n## 维护\n\n每季度检查一次水泵的密封件。\n",
     "cell.md": "# 电池\n\n电芯的额定电压为3.2V，容量为196Ah。\n\n## 安全\n\n电池不得短路或挤压。\n",
+    # a table longer than the model's 512 tokens: indexed with views of its rows (tasks.index.views)
+    "specs.md": "# 规格\n\n| 参数 | 数值 | 条件 |\n|---|---|---|\n" + "".join(
+        f"| 参数{i}号电芯循环寿命测试项目 | {i * 37}次 | 25℃，1C充放电，80%SOH截止 |\n" for i in range(60)),
 }
 
 
@@ -140,6 +144,28 @@ def test_an_unchanged_kb_is_compared_to_bm25_without_loading_the_index(home, mon
     summary = sync_indexes(home, KB, [])[0]
     assert (summary.bm25_rebuilt, summary.bm25_chunks) == (False, len(ids_a))
     assert check(home, KB).ok
+
+def test_a_long_tables_views_follow_its_chunk_through_index_repair_and_removal(home):
+    (a, a_file, ids_a), (s, s_file, ids_s) = land(home, "pump.md"), land(home, "specs.md")
+    summary, errors, _ = sync_indexes(home, KB, [(a, a_file), (s, s_file)])
+    views = chroma_ids(home) - ids_a - ids_s
+    assert errors == {} and summary.views == len(views) >= 3
+    (table,) = {chunk_id_of(v) for v in views}
+    assert table in ids_s and all(v.startswith(table + "#") for v in views)
+    assert summary.chunks == len(ids_a | ids_s)  # chunks, not vectors
+    consistency = check(home, KB)
+    assert consistency.ok and consistency.chroma == len(ids_a | ids_s)
+    # a lost view is not a lost chunk; a lost chunk vector is repaired with its views
+    col = vector_index.collection(home, KB)
+    vector_index.delete_ids(col, [table])
+    assert check(home, KB).missing == {"chroma": [table]}
+    summary, errors, indexed = sync_indexes(home, KB, [])
+    assert (errors, indexed, summary.embedded) == ({}, [s], 0) and chroma_ids(home) == ids_a | ids_s | views
+    # DuckDB no longer holds the document: its chunks and views go as orphans
+    db.delete_document(home.db_path, KB, s)
+    summary = sync_indexes(home, KB, [])[0]
+    assert summary.orphans == len(ids_s) and chroma_ids(home) == ids_a and check(home, KB).ok
+
 
 def test_remove_document_from_chroma_duckdb_and_parquet(home):
     (a, a_file, ids_a), (b, b_file, ids_b) = land(home, "pump.md"), land(home, "cell.md")

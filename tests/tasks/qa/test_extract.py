@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from schemas.chunk import TABLE
+from schemas.chunk import TABLE, TEXT, Chunk
 from schemas.settings import Settings
 from tasks.qa.answer import extractive_answer
 from tasks.qa.context import build_context
@@ -68,6 +68,20 @@ def test_the_answerer_quotes_the_cell_with_its_citation(tables):
     ans = extractive_answer("比亚迪货币资金期末余额是多少？", ctx, Settings())
     assert ans.text == f"货币资金 — 期末余额: 117,406,726,000.00[ref:{sheet.chunk_id}]"
     assert ans.citations == [sheet.chunk_id]
+
+
+def test_the_words_of_a_documents_file_name_are_held_by_its_cells(tables):
+    """A question names the datasheet by words of its file name ("SVOLT 196Ah blade cell"); a list of
+    files that spells the name out must not outscore the cell that holds what is asked."""
+    perf = table_with(tables["svolt_mineru2.7.6"], "电芯容量Nominal Capacity")
+    listing = Chunk(content="Also part of this set: `output/SVOLT-196Ah-3.2V-LiFePO4-Blade-Battery-Cell-"
+                            "SpecificationDatasheet.pdf` (a MinerU sample; see SOURCES.md).",
+                    chunk_type=TEXT, source="SOURCES.md", chunk_id="SOURCES.md_3")
+    ctx = build_context([Candidate(listing.chunk_id, 0.9, chunk=listing), Candidate(perf.chunk_id, 0.8, chunk=perf)],
+                        Settings())
+    ans = extractive_answer("What is the weight of the SVOLT 196Ah blade cell?", ctx, Settings())
+    assert ans.text.startswith("电池重量Cell weight") and "3380±50 g" in ans.text
+    assert ans.citations == [perf.chunk_id]
 
 
 def test_a_question_naming_no_row_gets_no_cell(tables):

@@ -10,6 +10,7 @@ import pytest
 from schemas.qa import RERANK, RRF, Question
 from schemas.settings import load_settings
 from tasks.qa.questions import read_questions
+from tasks.index.views import chunk_id_of
 from tasks.qa.retriever import Retriever
 from tasks.qa.types import STAGES, trace_records
 from tests.tasks.qa.test_rerank import build_tiny_cross_encoder
@@ -48,7 +49,9 @@ def test_retrieval_stages_and_traces(cmrc):
     assert r.score_scale == RRF and r.kept == len(r.ranked) - sum(bool(c.rescued) for c in r.ranked)
     assert [st.stage for st in r.stages] == ["vector", "bm25", "rrf", "filter", "mmr", "topk", "rescue"]
     vector = r.stages[0].hits
-    assert len(vector) == min(settings.retrieval.recall_k, retriever.size) and r.top_cosine == vector[0][1]
+    chunks = {chunk_id_of(i) for i in retriever.collection.get(include=[])["ids"]}  # views fold into their chunk
+    assert len(vector) == min(settings.retrieval.recall_k, len(chunks)) < retriever.size
+    assert r.top_cosine == vector[0][1] and len({cid for cid, *_ in vector}) == len(vector)
     assert len(r.stages[4].hits) <= settings.retrieval.mmr_top_k
     scores = [c.score for c in r.ranked[:r.kept]]
     assert scores == sorted(scores, reverse=True) and all(c.chunk is not None for c in r.ranked)
