@@ -50,7 +50,7 @@ def test_retrieval_stages_and_traces(cmrc):
     assert [st.stage for st in r.stages] == ["vector", "bm25", "rrf", "filter", "mmr", "topk", "rescue"]
     vector = r.stages[0].hits
     chunks = {chunk_id_of(i) for i in retriever.collection.get(include=[])["ids"]}  # views fold into their chunk
-    assert len(vector) == min(settings.retrieval.recall_k, len(chunks)) < retriever.size
+    assert len(vector) == min(settings.retrieval.recall_k, len(chunks)) <= retriever.size
     assert r.top_cosine == vector[0][1] and len({cid for cid, *_ in vector}) == len(vector)
     assert len(r.stages[4].hits) <= settings.retrieval.mmr_top_k
     scores = [c.score for c in r.ranked[:r.kept]]
