@@ -51,9 +51,11 @@ class IndexSummary:
     bm25_rebuilt: bool = False
 
 
-def index_views(chunks: list[Chunk], embedder, settings: Settings) -> list[View]:
-    """The views of `chunks` for `embedder`'s window (`settings.index.view_tokens` tokens each)."""
-    return views_of(chunks, embedder.token_counts, window=embedder.window, view_tokens=settings.index.view_tokens)
+def index_texts(chunks: list[Chunk], embedder, settings: Settings) -> tuple[list[View], list[str]]:
+    """The views of `chunks` for `embedder`'s window (`settings.index.view_tokens` tokens each), and what
+    is embedded: the chunks' texts, then the views'."""
+    views = views_of(chunks, embedder.token_counts, window=embedder.window, view_tokens=settings.index.view_tokens)
+    return views, [embedding_text(c) for c in chunks] + [v.text for v in views]
 
 
 def _error(exc: BaseException) -> str:
@@ -152,15 +154,13 @@ class Indexer:
         from tasks.index.embed import embed_texts
 
         chunks = [c for chunks in group.values() for c in chunks]
-        views = index_views(chunks, self.embedder, self.settings)
-        texts = [embedding_text(c) for c in chunks] + [v.text for v in views]
+        views, texts = index_texts(chunks, self.embedder, self.settings)
         before, done_before = self.embedder.encoded, self.embedding.done
         vectors = embed_texts(texts, self.embedder, self.cache, batch_size=self.settings.runtime.embedding_batch_size,
                               progress=lambda done, _total: self.embedding.set(done_before + done))
         self.summary.embedded += self.embedder.encoded - before  # encoded (and cached) even if the upsert fails
         self.summary.views += len(views)
-        updates = vector_index.upsert_documents(self.collection, self.kb, group, vectors[:len(chunks)], views,
-                                                vectors[len(chunks):])
+        updates = vector_index.upsert_documents(self.collection, self.kb, group, vectors, views)
         self.summary.documents += len(updates)
         self.summary.chunks += sum(u.added for u in updates.values())
         self.summary.removed += sum(u.removed for u in updates.values())
@@ -190,8 +190,7 @@ def warm_embedding_cache(settings: Settings, chunks_file: Path, model: str) -> i
                                                       precision=settings.runtime.embedding_precision)
     before = embedder.encoded
     with EmbeddingCache(settings.cache_dir / "embeddings", embedder.model_id) as cache:
-        chunks = read_chunks(chunks_file)
-        texts = [embedding_text(c) for c in chunks] + [v.text for v in index_views(chunks, embedder, settings)]
+        _, texts = index_texts(read_chunks(chunks_file), embedder, settings)
         embed_texts(texts, embedder, cache,
                     batch_size=settings.runtime.embedding_batch_size)
     return embedder.encoded - before

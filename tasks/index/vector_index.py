@@ -93,12 +93,12 @@ class IndexUpdate:
 
 
 def upsert_document(col, kb: str, chunks: list[Chunk], vectors: np.ndarray, *, source: str,
-                    views: Sequence[View] = (), view_vectors: np.ndarray | None = None) -> IndexUpdate:
+                    views: Sequence[View] = ()) -> IndexUpdate:
     """Write a document's chunks (and views), then remove its ids that the new version no longer has.
 
     The new version is written before anything is deleted, so a failure midway leaves the old
     chunks searchable rather than none (the `kbflow check` consistency check reports it)."""
-    return upsert_documents(col, kb, {source: chunks}, vectors, views, view_vectors)[source]
+    return upsert_documents(col, kb, {source: chunks}, vectors, views)[source]
 
 
 def max_batch(col) -> int:
@@ -111,14 +111,13 @@ def max_batch(col) -> int:
 
 
 def upsert_chunks(col, kb: str, chunks: list[Chunk], vectors: np.ndarray, *, views: Sequence[View] = (),
-                  view_vectors: np.ndarray | None = None, batch: int | None = None) -> None:
-    """Write chunks (of any number of documents) and views in slices as large as the client allows."""
+                  batch: int | None = None) -> None:
+    """Write chunks (of any number of documents) and views in slices as large as the client allows;
+    `vectors`: the chunks' rows, then the views'."""
     batch = batch or max_batch(col)
     ids = [c.chunk_id for c in chunks] + [v.id for v in views]
     documents = [c.semantic_content for c in chunks] + [v.text for v in views]
     owners = list(chunks) + [v.chunk for v in views]
-    if views:
-        vectors = np.concatenate([vectors, view_vectors])
     for start in range(0, len(ids), batch):
         part = slice(start, start + batch)
         col.upsert(ids=ids[part], embeddings=vectors[part], documents=documents[part],
@@ -139,13 +138,13 @@ def ids_by_source(col, sources: Iterable[str]) -> dict[str, set[str]]:
 
 
 def upsert_documents(col, kb: str, documents: dict[str, list[Chunk]], vectors: np.ndarray,
-                     views: Sequence[View] = (), view_vectors: np.ndarray | None = None) -> dict[str, IndexUpdate]:
-    """Write many documents' chunks (`vectors` in the order of their chunks, document after document) and
-    the views of their long tables in large slices, then remove each document's ids that its new version
+                     views: Sequence[View] = ()) -> dict[str, IndexUpdate]:
+    """Write many documents' chunks and the views of their long tables (`vectors` in the order of their
+    chunks, document after document, then of the views) in large slices, then remove each document's ids that its new version
     no longer has: as for one document, nothing is deleted before every new id is in. The counts are
     of chunks (a table and its views count once)."""
     chunks = [c for doc in documents.values() for c in doc]
-    upsert_chunks(col, kb, chunks, vectors, views=views, view_vectors=view_vectors)
+    upsert_chunks(col, kb, chunks, vectors, views=views)
     held = ids_by_source(col, documents)
     written = {c.chunk_id for c in chunks} | {v.id for v in views}
     stale = {source: sorted(held.get(source, set()) - written) for source in documents}
