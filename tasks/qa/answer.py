@@ -80,6 +80,7 @@ MIN_SENTENCE_CHARS = 6  # shorter "sentences" are headings and labels
 _TOC_LINE = re.compile(r"[.．·…]{4,}\s*[0-9]*\s*$|(?:[.．·…] ){4,}")
 FOCUS_WEIGHT = 2.0  # a question term naming what is asked (tasks.qa.extract.focus) weighs this much more
 LABEL_BONUS = 0.2  # a sentence giving what is asked about as "label: value"
+GLOSSARY_MAX_CHARS = 40  # a glossary line's meaning ("SSCs 构筑物、系统和设备"): a phrase, no sentence
 CELL_BONUS = 0.1  # a table cell whose column the question names; as much again when it writes the row out
 SECOND_UNIT_RATIO = 0.5  # a unit holding the asked number is added if it scores >= this x the best
 
@@ -426,8 +427,10 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     bigram_share = _shares(q, [u.terms for u in units], frozenset())
     about = focus(question)
     word_share = _shares(qw, [u.words for u in units], words(about))
-    # "主管会计工作负责人:周亚琳": a unit stating the asked-about thing as a label with its value
-    labelled = re.compile(re.escape(about) + r"\s*[:：]\s*\S") if len(about) >= 2 else None
+    # "主管会计工作负责人:周亚琳": a unit stating the asked-about thing as a label with its value; a
+    # glossary line, it and a short phrase ("NNSA 国家核安全局", not the sentence "JAXR API是在JCP下开发的，…")
+    labelled = re.compile(rf"{re.escape(about)}\s*[:：]\s*\S|^\s*{re.escape(about)}\s+[^，。,;；:：]{{1,{GLOSSARY_MAX_CHARS}}}$") \
+        if len(about) >= 2 else None
     scored = []
     for found, found_words, bonus, credit, order, pos, unit, chunk_id, sentence in units:
         shared = found & q

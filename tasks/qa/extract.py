@@ -283,6 +283,13 @@ def _period_terms(question: str) -> set[str]:
     return out
 
 
+def _opposite(header: str, question: str) -> bool:
+    """Does the header say 无X where the question says 有X, or the other way ("持有无限售条件股份数量"
+    for "有限售条件股份数量")? It shares every word but one, and names the other column."""
+    return any(header.count(("无" if a == "有" else "有") + b) > header.count(a + b)
+               for a, b in zip(question, question[1:]) if a in "有无" and "\u3400" <= b)
+
+
 def _column_score(header: str, question_terms: set[str], question_numbers: set[str]) -> float:
     """How well the question names a column: its terms, +2 when every number of the header is in
     the question (a year, "2025/3/31" for "2025年3月31日"), -1 when both name years and they differ
@@ -310,8 +317,12 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
     ratio = bool(_ASKS_RATIO.search(question))  # "持股比例", "毛利率": a percentage answers
     subject = subject | scope_only_terms(question)
     periods = _period_terms(question)
+    asked_terms = terms(focus(question)) or q | periods
     for headers, data in _blocks(rows):
-        col_scores = [_column_score(h, q | periods, q_numbers) for h in headers]
+        # a block with a column saying the opposite of what is asked is the other table ("前10名无限售条件
+        # 股东持股情况" for 有限售条件股份): none of its columns is named
+        other_table = any(_opposite(h, question) for h in headers)
+        col_scores = [0.0 if other_table else _column_score(h, q | periods, q_numbers) for h in headers]
         for row in data:
             # the label: the first cell, or the second after a "No." column ("1.1.1 | 电芯容量 | …"),
             # with the word cells after it that name the row too (a row group's "ImageNet-LT | CC-SAM
@@ -342,7 +353,13 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
             worded = [sj for sj in scored if sj[0] > 0 and not _NUMBER_CELL.match(row[-sj[1]])]
             score, j = max(worded if wants_words and worded else scored)
             j = -j
-            if score > 0:
+            if len(row) < len(headers) and (j >= key or named(headers[j], asked_terms) <= 0):
+                # MinerU merged some of this row's cells ("TA10 | Ti-0.3Mo-0.8Ni | 余量 | 0.6~0.9 | 0.2~0.4 |
+                # …" under 21 element columns): past the label's own cells, which header a value is under
+                # cannot be told, so the row answers whole; so it does unless what is asked names the
+                # header ("名义化学成分是什么", not a number matching a garbled "A1" for "Al")
+                cell = Cell(shown, "", " | ".join(row[j] for j in values), row_score, max(score, 0.0), written)
+            elif score > 0:
                 cell = Cell(shown, headers[j] if j < len(headers) else "", row[j], row_score, score, written)
             else:
                 every = "；".join(f"{headers[j]}: {row[j]}" if j < len(headers) and headers[j] else row[j]
@@ -465,6 +482,7 @@ _ASKED_AT = re.compile(r"是多少|多少|是几|几[个年月天日次岁人项
 _ASKED_EN = re.compile(r"\s*(?:what|which|who)\s+(?:is|are|was|were)\s+(?:the\s+|an?\s+)?(.+?)\s+(?:of|for|in|on|at|that|when)\b",
                        re.IGNORECASE)
 _FOCUS_START = re.compile(r".*[的，,、：:；;。？?]|.*中|.*里")
+_MEANS = re.compile(r"(?:指的|是指|指)$")  # "X指的是什么", "X是指什么": X is asked about
 
 
 def focus(question: str) -> str:
@@ -477,7 +495,7 @@ def focus(question: str) -> str:
     m = _ASKED_AT.search(question or "")
     if m is None:
         return ""
-    before = question[:m.start()]
+    before = _MEANS.sub("", question[:m.start()])  # "NNSA指的是什么": NNSA
     head = _FOCUS_START.match(before)
     span = before[head.end():] if head else before
     if len(span) < 2:  # "谁是…", "…的是什么": the words after it

@@ -2,6 +2,8 @@
 (each copy is ~470 MB and seconds of work); model resolution itself is tested in tests/tasks."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
 
@@ -9,7 +11,10 @@ import pytest
 def shared_e5_model(tmp_path_factory):
     from tasks.index.e5_convert import ensure_converted
 
-    return ensure_converted(tmp_path_factory.mktemp("models"))
+    # one conversion for all xdist workers (their base temps share a parent; the conversion is
+    # locked, so the second worker waits for the first and verifies its copy)
+    base = tmp_path_factory.getbasetemp()
+    return ensure_converted((base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "models")
 
 
 @pytest.fixture(autouse=True)

@@ -84,6 +84,27 @@ def test_the_words_of_a_documents_file_name_are_held_by_its_cells(tables):
     assert ans.citations == [perf.chunk_id]
 
 
+def test_a_row_with_merged_cells_answers_whole_past_its_label():
+    """MinerU merges cells of a table whose PDF has no ruling (the titanium standard's element
+    columns): a row narrower than its header no longer lines up with it past its label."""
+    content = ("合金 | 主要成分 | 杂质，不大于\n牌号 | 名义化学成分 | 其他元素\n"
+               "Ti | Al | Si | V | Mn | Fe | Ni | Mo | C | N | H\n"
+               "TQ1 | Ti-2Mo-1Ni | 余量 | 0.7~1.1 | 1.5~2.5 | 0.30 | 0.08\n")
+    ni = table_cell("TQ1的Ni含量范围是多少？", content)
+    assert ni.header == "" and ni.value == "Ti-2Mo-1Ni | 余量 | 0.7~1.1 | 1.5~2.5 | 0.30 | 0.08"
+    assert table_cell("TQ1的名义化学成分是什么？", content).value == "Ti-2Mo-1Ni"  # its label's cells still line up
+
+
+def test_a_column_saying_the_opposite_is_not_the_one_asked(tables):
+    """BYD's top-10 holders: the first block (its header stayed in an image on the page before) holds
+    有限售条件 shares, the second block's "持有无限售条件股份数量" shares all but one word with them."""
+    holders = table_with(tables["byd_2025q1_quarterly_report"], "前10名无限售条件股东持股情况")
+    held = table_cell("夏佐全持有的有限售条件股份数量是多少股？", holders.content)
+    assert "61,976,705" in held.value and "无限售" not in held.header
+    free = table_cell("夏佐全持有的无限售条件股份数量是多少股？", holders.content)
+    assert free.text == "夏佐全 — 持有无限售条件股份数量: 20,658,902(注3）"
+
+
 def test_a_question_naming_no_row_gets_no_cell(tables):
     sheet = table_with(tables["byd_2025q1_quarterly_report"], "使用权资产")
     assert table_cell("宪法规定公民有哪些权利？", sheet.content) is None
@@ -148,6 +169,21 @@ def test_focus_is_what_stands_before_the_asking_word():
     assert focus("工会主席的工作职责是什么？") == "工作职责"
     assert focus("What is the weight of the cell?") == "weight"
     assert focus("How many calories per portion do berries have?") == ""
+    assert focus("征求意见稿的缩略语中，PSA指的是什么？") == focus("PSA是指什么？") == "PSA"
+
+
+def test_a_glossary_line_opening_with_what_is_asked_answers_it(tmp_path):
+    """NB/T PSR part 1's abbreviations: "本文件采用下列缩略语。" shares the question's "缩略语"; the line
+    opening with the abbreviation asked about is the answer."""
+    from schemas.settings import load_settings
+
+    chunks = chunks_of("nbt_npp_psr_part1_custom_headings", load_settings(tmp_path))
+    (glossary,) = [c for c in chunks if "本文件采用下列缩略语" in c.content]
+    ctx = build_context([Candidate(glossary.chunk_id, 0.9, chunk=glossary)], Settings())
+    for abbreviation, meaning in (("PSA", "概率安全分析"), ("SSCs", "构筑物、系统和部件")):
+        ans = extractive_answer(f"《核电厂定期安全评价 第1部分：通用要求》的缩略语中，{abbreviation}指的是什么？", ctx,
+                                Settings())
+        assert ans.text == f"{abbreviation} {meaning}[ref:{glossary.chunk_id}]"
 
 
 def test_a_regular_table_is_no_form():
