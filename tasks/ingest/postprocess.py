@@ -50,9 +50,24 @@ def filter_empty(chunks: list[Chunk]) -> list[Chunk]:
     return [c for c in chunks if c.content.strip() or c.image_path or c.table_html]
 
 
+# an article, item or numbered point starts anew even after a cut line
+_NEW_ITEM = re.compile(r"\s*(?:第[一二三四五六七八九十百千零]+[编章节条款]|[（(][一二三四五六七八九十\d]+[)）]|[一二三四五六七八九十]+、|\d)")
+
+
+def _runs_on(before: Chunk, after: Chunk) -> bool:
+    """Does `after` continue the sentence `before` ends in: prose (its last line has a clause mark)
+    cut after a Chinese character, and `after` opening with one that starts no article or item?"""
+    last = before.content.rstrip().rsplit("\n", 1)[-1]
+    first = after.content.lstrip()[:1]
+    return (before.chunk_type == after.chunk_type == TEXT and bool(last) and "\u4e00" <= last[-1] <= "\u9fff"
+            and any(mark in last for mark in "，。；") and "\u4e00" <= first <= "\u9fff"
+            and not _NEW_ITEM.match(after.content))
+
+
 def merge_fragments(chunks: list[Chunk], settings: ChunkingSettings = ChunkingSettings()) -> list[Chunk]:
     """A heading opens a group and takes the body after it; short body text (< min_merge_size)
-    joins its neighbours; short text never grows a group past max_merged_size."""
+    joins its neighbours, as does a paragraph continuing a sentence cut at the group's end; a merge
+    never grows a group past max_merged_size."""
     out: list[Chunk] = []
     group: list[Chunk] = []
 
@@ -75,8 +90,11 @@ def merge_fragments(chunks: list[Chunk], settings: ChunkingSettings = ChunkingSe
             only_heading = bool(group) and all(p.chunk_type == HEADING for p in group)
             short = len(chunk.content) < settings.min_merge_size or size(group) < settings.min_merge_size
             fits = size(group) + len(chunk.content) <= settings.max_merged_size
-            # a heading always takes its first body (split_oversize cuts the result if needed)
-            if group and (only_heading or (fits and short)):
+            # a heading always takes its first body (split_oversize cuts the result if needed); a
+            # paragraph ends mid-sentence where MinerU cut a PDF's line ("…常务委员会必" / "须完成…")
+            if group and fits and _runs_on(group[-1], chunk):  # one sentence: no line break inside it
+                group[-1] = replace(_combine([group[-1], chunk]), content=group[-1].content + chunk.content)
+            elif group and (only_heading or (fits and short)):
                 group.append(chunk)
             else:
                 flush()

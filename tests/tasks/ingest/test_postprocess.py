@@ -42,6 +42,28 @@ def test_merge_fragments_respects_the_cap_and_pages():
     assert (out[0].page_start, out[0].page_end, out[0].source_pages) == (1, 2, [1, 2])
 
 
+def test_a_sentence_cut_between_two_paragraphs_is_one_chunk_again():
+    """MinerU ends a PDF paragraph mid-sentence ("…常务委员会必" / "须完成…"): the next paragraph continues
+    it, however long both are; an article or item, a heading-like line or another kind starts anew."""
+    cut = "第六十条 全国人民代表大会每届任期五年。" + "全" * 100 + "，常务委员会必"
+    rest = "须完成下届全国人民代表大会代表的选举。" + "选" * 100
+    assert [c.content for c in merge_fragments([T(cut), T(rest)])] == [cut + rest]  # one sentence: no line break inside it
+    article = "第六十一条 全国人民代表大会会议每年举行一次。" + "会" * 100
+    item = "（一）修改宪法；" + "改" * 100
+    heading_like = "序" * 120 + "\n6.3.2 质量控制"
+    for before, after in ((cut, article), (cut, item), (heading_like, rest)):
+        assert len(merge_fragments([T(before), T(after)])) == 2
+    assert len(merge_fragments([T(cut), T(rest, kind="list")])) == 2
+
+
+def test_a_real_constitution_article_cut_by_the_pdf_reads_whole(tmp_path):
+    from schemas.settings import load_settings
+    from tests.test_golden import chunks_of
+
+    chunks = chunks_of("prc_constitution", load_settings(tmp_path))
+    assert any("全国人民代表大会常务委员会必须完成下届全国人民代表大会代表的选举" in c.content for c in chunks)
+
+
 def test_tables_images_equations_never_merge_with_text():
     chunks = [T("前文"), Chunk("E=mc^2", "equation"), T("中间"), Chunk("", "image", image_path="x.png"), T("后文")]
     out = merge_fragments(chunks)
