@@ -358,7 +358,7 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
                 # …" under 21 element columns): past the label's own cells, which header a value is under
                 # cannot be told, so the row answers whole; so it does unless what is asked names the
                 # header ("名义化学成分是什么", not a number matching a garbled "A1" for "Al")
-                cell = Cell(shown, "", " | ".join(row[j] for j in values), row_score, max(score, 0.0), written)
+                cell = Cell(shown, "", " | ".join(row[i] for i in values), row_score, max(score, 0.0), written)
             elif score > 0:
                 cell = Cell(shown, headers[j] if j < len(headers) else "", row[j], row_score, score, written)
             else:
