@@ -76,28 +76,43 @@ CMRC = DATA / "qa" / "cmrc2018_trial"
 CMRC_PASSAGES = 60  # the first 60 passages of the trial set (233 questions have their gold among them)
 
 
+def shared_temp(tmp_path_factory) -> Path:
+    """A folder every xdist worker of this session sees (their base temps share a parent)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 @pytest.fixture(scope="session")
 def cmrc_kb(prefect_harness, tmp_path_factory):
     """A knowledge base `cmrc` ingested by the `ingest` flow from cmrc2018 trial passages, one
     Markdown document per passage (`# title` + text, so the title is the section), plus the
-    questions whose gold passage is in it as a JSONL file. Returns (home, questions_path)."""
+    questions whose gold passage is in it as a JSONL file. Returns (home, questions_path).
+
+    Ingested once per session under a lock, then copied to each worker (whose question runs write
+    to their own home): the two workers ran the same minute-long ingest each."""
     import json
+    import shutil
+
+    from filelock import FileLock
 
     from flows.ingest import ingest
 
-    rows = [json.loads(line) for line in need(CMRC / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
-    rows = rows[:CMRC_PASSAGES]
-    root = tmp_path_factory.mktemp("cmrc")
-    corpus, home = root / "corpus", root / "home"
-    corpus.mkdir()
-    for row in rows:
-        (corpus / f"{row['pid']}.md").write_text(f"# {row['title']}\n\n{row['text']}\n", encoding="utf-8")
-    summary = ingest(paths=[str(corpus)], kb="cmrc", home=str(home))
-    assert summary.landed == len(rows) and not summary.failed
-    pids = {row["pid"] for row in rows}
-    questions = root / "questions.jsonl"
-    with questions.open("w", encoding="utf-8") as fh:
-        for line in (CMRC / "queries.jsonl").read_text(encoding="utf-8").splitlines():
-            if json.loads(line)["gold_pids"][0] in pids:
-                fh.write(line + "\n")
-    return home, questions
+    root = shared_temp(tmp_path_factory) / "cmrc"
+    corpus, home, questions = root / "corpus", root / "home", root / "questions.jsonl"
+    with FileLock(f"{root}.lock"):
+        if not questions.exists():
+            shutil.rmtree(root, ignore_errors=True)  # a build interrupted in an earlier attempt
+            rows = [json.loads(line) for line in need(CMRC / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
+            rows = rows[:CMRC_PASSAGES]
+            corpus.mkdir(parents=True)
+            for row in rows:
+                (corpus / f"{row['pid']}.md").write_text(f"# {row['title']}\n\n{row['text']}\n", encoding="utf-8")
+            summary = ingest(paths=[str(corpus)], kb="cmrc", home=str(home))
+            assert summary.landed == len(rows) and not summary.failed
+            pids = {row["pid"] for row in rows}
+            kept = [line for line in (CMRC / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+                    if json.loads(line)["gold_pids"][0] in pids]
+            questions.write_text("".join(line + "\n" for line in kept), encoding="utf-8")  # last: marks it built
+    own = tmp_path_factory.mktemp("cmrc") / "home"
+    shutil.copytree(home, own)
+    return own, questions

@@ -2,9 +2,9 @@
 (each copy is ~470 MB and seconds of work); model resolution itself is tested in tests/tasks."""
 from __future__ import annotations
 
-import os
-
 import pytest
+
+from tests.conftest import shared_temp
 
 
 @pytest.fixture(scope="session")
@@ -13,8 +13,7 @@ def shared_e5_model(tmp_path_factory):
 
     # one conversion for all xdist workers (their base temps share a parent; the conversion is
     # locked, so the second worker waits for the first and verifies its copy)
-    base = tmp_path_factory.getbasetemp()
-    return ensure_converted((base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "models")
+    return ensure_converted(shared_temp(tmp_path_factory) / "models")
 
 
 @pytest.fixture(autouse=True)

@@ -37,11 +37,10 @@ KB = "kb"
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Path:
-    """Nine real documents (DOCX and PDFs parsed by MinerU, Markdown, TXT; ~180 chunks)."""
+    """Eight real documents in three batches (DOCX and PDFs parsed by MinerU, Markdown, TXT; ~120 chunks)."""
     root = tmp_path_factory.mktemp("faults") / "corpus"
     root.mkdir()
-    for name in ("zh_docx/nbt_npp_periodic_safety_review_part12_design_draft.docx",
-                 "zh_docx/nbt_npp_psr_part1_drafting_notes.docx", "zh_docx/procurement_contract_headings_table_images.docx",
+    for name in ("zh_docx/nbt_npp_psr_part1_drafting_notes.docx", "zh_docx/procurement_contract_headings_table_images.docx",
                  "en/word_sample.docx", "en/multi_page.pdf"):
         shutil.copy(need(DOCS / name), root / Path(name).name)
     for path in sorted((REPO / "examples" / "corpus").iterdir()):
