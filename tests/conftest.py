@@ -101,7 +101,8 @@ def cmrc_kb(prefect_harness, tmp_path_factory):
     questions whose gold passage is in it as a JSONL file. Returns (home, questions_path).
 
     Ingested once per session under a lock, then copied to each worker (whose question runs write
-    to their own home): the two workers ran the same minute-long ingest each."""
+    to their own home; its `documents` rows still name the shared Parquet files, which nothing
+    writes): the two workers ran the same minute-long ingest each."""
     import json
     import shutil
 

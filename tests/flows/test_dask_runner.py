@@ -59,6 +59,7 @@ def test_dask_local_cluster_gives_the_default_runners_chunks(prefect_harness, co
     reference = ingest(paths=[str(corpus)], kb="kb", home=str(default_home))
     assert reference.landed == 5 and reference.failed == 1 and reference.runner == "default"
     assert reference.index.embedded == 0
+
     assert summary.runner == "dask" and summary.landed == 5 and summary.failed == 1
     assert [(o.source, o.status, o.chunks) for o in summary.outcomes] == [
         (o.source, o.status, o.chunks) for o in reference.outcomes]
