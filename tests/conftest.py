@@ -14,10 +14,10 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 # workers). Where PYTHONDONTWRITEBYTECODE is set (as on CI machines) and the venv was installed with
 # --no-compile, each of them compiled torch, prefect, transformers… from source again: 30 s instead
 # of 14 s to import what an ingest needs. Their bytecode goes to one cache outside the source tree
-# instead (this process's children inherit it).
+# instead (this process's children inherit it; a prefix the user set is kept).
 if os.environ.pop("PYTHONDONTWRITEBYTECODE", None):
-    sys.pycache_prefix = os.environ["PYTHONPYCACHEPREFIX"] = str(
-        Path(tempfile.gettempdir()) / f"kbflow-test-pycache-{getattr(os, 'getuid', lambda: 0)()}")
+    sys.pycache_prefix = os.environ.setdefault("PYTHONPYCACHEPREFIX", str(
+        Path(tempfile.gettempdir()) / f"kbflow-test-pycache-{getattr(os, 'getuid', lambda: 0)()}"))
     sys.dont_write_bytecode = False
 
 REPO = Path(__file__).resolve().parents[1]

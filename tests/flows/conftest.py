@@ -11,8 +11,7 @@ from tests.conftest import shared_temp
 def shared_e5_model(tmp_path_factory):
     from tasks.index.e5_convert import ensure_converted
 
-    # one conversion for all xdist workers (their base temps share a parent; the conversion is
-    # locked, so the second worker waits for the first and verifies its copy)
+    # one conversion for all xdist workers (locked: the second waits for the first and verifies its copy)
     return ensure_converted(shared_temp(tmp_path_factory) / "models")
 
 
