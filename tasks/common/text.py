@@ -121,11 +121,23 @@ def tokenize_many(texts: Iterable[str], user_dict: str | os.PathLike | None = No
 _MARKDOWN = re.compile(r"[#*`>_~|\[\]()!]+")
 
 
+class _Dropped(dict):
+    """A `str.translate` table deleting punctuation, separators, symbols and control characters (Unicode
+    categories P, Z, S, C), each character's category looked up once (0.23 s instead of 0.33 s for 2,000
+    chunks of the bench KB; the rescues clean every new candidate of a batch question)."""
+
+    def __missing__(self, code: int) -> int | None:
+        self[code] = None if unicodedata.category(chr(code))[0] in "PZSC" else code
+        return self[code]
+
+
+_DROPPED = _Dropped()
+
+
 @functools.lru_cache(maxsize=8192)  # batch QA cleans the same candidate chunks for question after question
 def clean_text(text: str) -> str:
     """Text without markdown marks, punctuation and spaces, lower-cased (NFKC): what bigrams are cut from."""
-    text = _MARKDOWN.sub("", unicodedata.normalize("NFKC", text or "")).lower()
-    return "".join(ch for ch in text if unicodedata.category(ch)[0] not in "PZSC")
+    return _MARKDOWN.sub("", unicodedata.normalize("NFKC", text or "")).lower().translate(_DROPPED)
 
 
 def bigrams(text: str) -> set[str]:

@@ -10,7 +10,7 @@ from schemas.chunk import Chunk
 from schemas.qa import RERANK, RRF
 from schemas.settings import Settings
 from tasks.qa.filters import (adaptive_top_k, chapter_markers, filter_candidates, in_section, is_enum_query,
-                              jaccard_matrix, mmr, mmr_order, term_id_sets)
+                              jaccard_rows, mmr, mmr_order, term_id_sets)
 from tasks.qa.types import Candidate
 
 
@@ -51,10 +51,10 @@ def test_a_part_of_a_multi_part_standard_keeps_its_whole_document():
 
 
 def test_mmr_drops_near_duplicates_and_keeps_fused_order():
-    sim = jaccard_matrix([["甲", "乙", "丙"], ["甲", "乙", "丙"], ["丁", "戊"], []])
-    assert sim[0, 1] == 1.0 and sim[0, 2] == 0.0 and sim[3, 3] == 0.0
+    sim = jaccard_rows([["甲", "乙", "丙"], ["甲", "乙", "丙"], ["丁", "戊"], []])
+    assert sim(0)[1] == 1.0 and sim(0)[2] == 0.0 and sim(3)[3] == 0.0
     assert mmr_order([1.0, 0.95, 0.6, 0.1], sim, 2, 0.5) == [0, 2]
-    assert mmr_order([1.0, 0.95, 0.6], sim[:3, :3], 2, 1.0) == [0, 1]  # lambda 1 = relevance only
+    assert mmr_order([1.0, 0.95, 0.6], lambda i: sim(i)[:3], 2, 1.0) == [0, 1]  # lambda 1 = relevance only
     cands = [cand("a", 1.0, tokens="甲乙丙"), cand("b", 0.95, tokens="甲乙丙"), cand("c", 0.9, tokens="丁戊"),
              cand("d", 0.5, tokens="己")]
     assert [c.chunk_id for c in mmr(cands, 3, 0.5)] == ["a", "c", "d"]
@@ -62,15 +62,18 @@ def test_mmr_drops_near_duplicates_and_keeps_fused_order():
     assert is_enum_query("安全检查包括哪些方面？") and not is_enum_query("清川市的水价是多少？")
 
 
-def test_jaccard_from_kept_term_ids_equals_jaccard_from_tokens():
+def test_jaccard_rows_from_tokens_and_from_kept_term_ids_are_set_jaccard():
     rng = random.Random(3)
     words = [f"w{i}" for i in range(40)]
     lists = [[rng.choice(words) for _ in range(rng.randint(0, 25))] for _ in range(30)]
     vocab: dict[str, int] = {}
     later = term_id_sets(lists[10:], vocab)  # ids from an earlier question's vocabulary, in another order
     kept = term_id_sets(lists[:10], vocab) + later
-    assert np.array_equal(jaccard_matrix(lists), jaccard_matrix(term_ids=kept))
-    assert jaccard_matrix(term_ids=term_id_sets([[], []])).tolist() == [[0.0, 0.0], [0.0, 0.0]]
+    by_tokens, by_ids = jaccard_rows(lists), jaccard_rows(term_ids=kept)
+    for i, a in enumerate(map(set, lists)):
+        expected = [len(a & set(b)) / len(a | set(b)) if a | set(b) else 0.0 for b in lists]
+        assert np.allclose(by_tokens(i), expected) and np.array_equal(by_tokens(i), by_ids(i))
+    assert jaccard_rows(term_ids=term_id_sets([[], []]))(1).tolist() == [0.0, 0.0]
     cands = [cand(f"c{i}", 1.0 - i / 40, tokens=t) for i, t in enumerate(lists)]
     ids = {c.chunk_id: t for c, t in zip(cands, kept)}
     assert mmr(cands, 8, 0.5) == mmr(cands, 8, 0.5, term_ids=lambda cs: [ids[c.chunk_id] for c in cs])
