@@ -104,10 +104,18 @@ def _line(c: Candidate) -> str:
     return f"[ref:{c.chunk_id}] {evidence_text(c.chunk).strip()}"
 
 
+KEPT, RESCUED, EXPANDED = range(3)
+
+
+def _tier(c: Candidate) -> int:
+    return EXPANDED if c.expanded_from else RESCUED if c.rescued else KEPT
+
+
 def build_context(cands: Sequence[Candidate], settings: Settings) -> Context:
     """Fit the candidates into the character budget, grouped by (source, section) in chunk order.
-    The ranked chunks are admitted first (groups by their best score), the expanded neighbours after
-    them: a neighbour of the first hit never crowds out a later hit (a table ranked 5th)."""
+    The chunks adaptive top-k kept are admitted first (groups by their best score), then the rescued
+    ones, then the expanded neighbours: neither a neighbour nor a rescued chunk of the first hit's
+    section crowds out a later hit (a table ranked 3rd in another section)."""
     groups: dict[tuple[str, str], list[tuple[int, Candidate]]] = {}
     for rank, c in enumerate(cands):
         if c.chunk is not None:
@@ -118,7 +126,7 @@ def build_context(cands: Sequence[Candidate], settings: Settings) -> Context:
     r = settings.retrieval
     used, text_chunks = 0, 0
     picked: dict[tuple[str, str], list[Candidate]] = {}
-    for expanded in (False, True):
+    for tier in (KEPT, RESCUED, EXPANDED):
         for key, members in order:
             group_score = max(c.score for _, c in members)
             if used >= r.context_soft_limit and group_score < r.context_soft_admit_ratio * best:
@@ -126,7 +134,7 @@ def build_context(cands: Sequence[Candidate], settings: Settings) -> Context:
             header_cost = 0 if key in picked else len(_header(*key)) + 2
             budget = r.context_max_chars - used - header_cost
             # tables first (never cut or dropped from an admitted group), then by rank
-            phase = sorted((rc for rc in members if bool(rc[1].expanded_from) == expanded),
+            phase = sorted((rc for rc in members if _tier(rc[1]) == tier),
                            key=lambda rc: (rc[1].chunk.chunk_type != TABLE, rc[0]))
             took = []
             for _, c in phase:

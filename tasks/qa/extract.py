@@ -18,8 +18,12 @@ clause of a sentence that carries the answer.
   a sub-item marker ("其中:") or a citation ("LADE [17]") names nothing; the words naming the document
   ("CC-SAM" of "in the CC-SAM paper") only break ties between rows; a ratio ("持股比例") takes the cell
   in %. Word rows over a wider word row are all header rows (the titanium standard's "合金" / "牌号" /
-  element rows), a header repeated after a page break is skipped, and a first row of values is data
-  (its header stayed on the page before). A header row of colspans landed before spans were
+  element rows), a header repeated after a page break is skipped, and so is one repeated in the other
+  language (a bilingual datasheet's "Cell Temperature, ℃ | Power(20%SOC), W" under its Chinese row); a
+  first row of values is data (its header stayed on the page before). A row group that opens with a
+  header row of its own ("45℃≤T≤50℃ | | 电流，A Current, A | SOC") takes its columns' names from it;
+  a number the question states ("充到90% SOC那一段") is the condition of the row holding it: that row
+  is the one asked, its other cell the answer (numbers naming the document, "196Ah", state none). A header row of colspans landed before spans were
   resolved (" | ImageNet-LT | Places-LT") is spread over the columns under it. A form with no
   header row ("姓名 | MinerU | 曾用名 | …") answers with the value beside the named field, or with a
   blank field's note ("一寸照片（不超过50MB）") (`form_field`).
@@ -29,8 +33,9 @@ clause of a sentence that carries the answer.
   question's terms, widened by its neighbour when it says nothing the question did not.
 
 Terms (`terms`): CJK character bigrams (a lone CJK character as itself), ASCII words of two or more
-letters without English stop words (plurals as singulars: "blueberries" names "Blueberry"), and
-numbers — so a bilingual table's "电芯容量Nominal Capacity" matches "nominal capacity" and "电芯容量" alike.
+letters without English stop words (plurals as singulars: "blueberries" names "Blueberry"; a capital
+run glued to a capitalized word is two words, "ACurrent" → "current"), and numbers — so a bilingual
+table's "电芯容量Nominal Capacity" matches "nominal capacity" and "电芯容量" alike.
 """
 from __future__ import annotations
 
@@ -45,6 +50,9 @@ from tasks.common.text import STOP_WORDS
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TERM = re.compile(rf"[{_CJK}]+|[a-z]+|[0-9]+(?:\.[0-9]+)?")
 _HAS_DIGIT = re.compile(r"[0-9]")
+# a capital run glued to a capitalized word, as MinerU joins a bilingual cell's lines ("电流，ACurrent, A",
+# "SOCCurrent"): two words ("ResNeXt", "CIFAR" stay one)
+_GLUED = re.compile(r"(?<=[A-Z])(?=[A-Z][a-z])")
 # clause ends: full-width ，；： anywhere, ASCII ; : unless between digits ("10:30"); not the ASCII comma,
 # which lists words in English ("cut, copy, and paste") and groups digits ("129,800,000")
 _CLAUSE_END = re.compile(r"(?<=[，；：])|(?<=[;:])(?![0-9])|(?<=[^0-9][;:])")
@@ -61,6 +69,7 @@ _NUMBER_CELL = re.compile(r"^[\s(（]*[-+−~≈<>≤≥±]?\s*[0-9][0-9,.\s]*(?
 MAX_KEY_CELLS = 3  # word cells read as the row's label: a dataset, a method, a backbone
 SUBJECT_ROW_WEIGHT = 0.1  # a row named by the document's own name ("CC-SAM") only breaks ties
 FOCUS_ROW_BONUS = 0.5  # a row whose label the question writes out as what it asks about
+CONDITION_BONUS = 1.0  # a row holding a number the question states as its condition ("充到90% SOC")
 PERCENT_BONUS = 0.5  # a cell in % when the question asks a ratio, as a column named by a term or two
 _ASKS_RATIO = re.compile(r"(?<![功频速])率|比例|占比|百分比|percent|\bratio\b|\brate\b", re.IGNORECASE)
 _CITATION = re.compile(r"\s*\[[0-9]+(?:\s*[,，–-]\s*[0-9]+)*\]")
@@ -75,7 +84,8 @@ _ASKING = {"什么", "多少", "哪些", "哪个", "是多", "少元", "为多",
 def terms(text: str) -> frozenset[str]:
     """The matching terms of `text` (see the module docstring)."""
     out: set[str] = set()
-    for m in _TERM.finditer(unicodedata.normalize("NFKC", text or "").lower()):
+    text = _GLUED.sub(" ", unicodedata.normalize("NFKC", text or ""))
+    for m in _TERM.finditer(text.lower()):
         tok = m.group()
         if "\u3400" <= tok[0]:
             out.update(tok[i:i + 2] for i in range(len(tok) - 1)) if len(tok) > 1 else out.add(tok)
@@ -187,7 +197,8 @@ def _blocks(rows: list[tuple[list[str], bool]]) -> list[tuple[list[str], list[li
         # is, even of numbers ("Imbalance Ratio | 200 | 100")
         sub_header = bool(header_rows) and not data and (
             (len(row) > len(header_rows[-1]) and _word_row(row)) or _splits_groups(header_rows[-1], row)
-            or _heads_sub_header(row, rows[i + 1][0] if i + 1 < len(rows) else None))
+            or _heads_sub_header(row, rows[i + 1][0] if i + 1 < len(rows) else None)
+            or _translates(header_rows[-1], row))
         if not header_rows and not data and _data_row(row):  # the header was left on the page before
             header_rows.append([""] * len(row))
         if not header_rows or (not data and (sub_header or (not row[0] and not _value_row(row)))) \
@@ -211,6 +222,31 @@ def _data_row(row: list[str]) -> bool:
     return sum(bool(_NUMBER_CELL.match(c)) and not _YEAR.match(c) for c in row[1:]) >= 2
 
 
+def _group_headers(data: list[list[str]]) -> list[list[str] | None]:
+    """Per data row, the header of its row group when the group opens with one: a row of words (no
+    value) whose label the value rows after it repeat (the SVOLT step-charge table, MinerU's rowspans
+    resolved: "45℃≤T≤50℃ | | 电流，ACurrent, A | SOC" over "45℃≤T≤50℃ | | 1.35C | 20%"); that row
+    itself gets itself."""
+    out: list[list[str] | None] = [None] * len(data)
+    group: list[str] | None = None
+    for i, row in enumerate(data):
+        after = data[i + 1] if i + 1 < len(data) else None
+        if row[0] and any(row[1:]) and not _value_row(row) and after is not None and after[0] == row[0] \
+                and _value_row(after):
+            group = out[i] = row
+        elif group is not None and row[0] == group[0]:
+            out[i] = group
+        else:
+            group = None
+    return out
+
+
+def _states(cell: str, question_numbers: set[str]) -> bool:
+    """Is `cell` a number the question states ("20%" of "充至20% SOC"), years aside?"""
+    own = _numbers(cell)
+    return bool(_NUMBER_CELL.match(cell)) and bool(own) and own <= question_numbers and not _years(own)
+
+
 def _repeats_header(row: list[str], header_rows: list[list[str]]) -> bool:
     """Is `row` a header row again ("合金 | 主要成分 | 杂质，不大于 | GB/T3620.1—2016" after a page break),
     by its first two cells, its first cell and words only, or all cells but an OCR-garbled first?"""
@@ -224,6 +260,17 @@ def _heads_sub_header(row: list[str], after: list[str] | None) -> bool:
     followed by rows of its own width is data: "姓名 | 职务" / "张三 | 董事长")."""
     return (after is not None and len(after) > len(row) and _word_row(after) and not _value_row(row)
             and not _is_value(row[0]))
+
+
+_HAS_CJK = re.compile(f"[{_CJK}]")
+
+
+def _translates(header: list[str], row: list[str]) -> bool:
+    """Is `row` the header again in the other language, as a bilingual datasheet heads its tables
+    ("电芯温度，℃ | 功率（20%SOC），W" over "Cell Temperature, ℃ | Power(20%SOC), W")? Every cell
+    named, none a number, and where the header writes Chinese the row writes none."""
+    return (len(row) == len(header) and all(row) and all(header) and not any(_NUMBER_CELL.match(c) for c in row)
+            and all(bool(_HAS_CJK.search(h)) and not _HAS_CJK.search(c) for h, c in zip(header, row)))
 
 
 def _splits_groups(header: list[str], row: list[str]) -> bool:
@@ -318,12 +365,22 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
     subject = subject | scope_only_terms(question)
     periods = _period_terms(question)
     asked_terms = terms(focus(question)) or q | periods
-    for headers, data in _blocks(rows):
+    conditions = q_numbers - subject  # numbers naming the document ("SVOLT 196Ah") state no row's condition
+    for block_headers, data in _blocks(rows):
         # a block with a column saying the opposite of what is asked is the other table ("前10名无限售条件
         # 股东持股情况" for 有限售条件股份): none of its columns is named
-        other_table = any(_opposite(h, question) for h in headers)
-        col_scores = [0.0 if other_table else _column_score(h, q | periods, q_numbers) for h in headers]
-        for row in data:
+        other_table = any(_opposite(h, question) for h in block_headers)
+        block_scores = [0.0 if other_table else _column_score(h, q | periods, q_numbers) for h in block_headers]
+        headers, col_scores, group_of = block_headers, block_scores, None
+        for row, group in zip(data, _group_headers(data)):
+            if group is row:
+                continue  # a row group's own header names its columns: it answers nothing
+            if group is not group_of:  # the group's header names the columns it fills, the block's the rest
+                group_of = group
+                headers = block_headers if group is None else \
+                    [g or (block_headers[j] if j < len(block_headers) else "") for j, g in enumerate(group)]
+                col_scores = block_scores if group is None else \
+                    [0.0 if other_table else _column_score(h, q | periods, q_numbers) for h in headers]
             # the label: the first cell, or the second after a "No." column ("1.1.1 | 电芯容量 | …"),
             # with the word cells after it that name the row too (a row group's "ImageNet-LT | CC-SAM
             # | ResNeXt-50 | 63.1"); a label the question writes out ("≥-10" in "温度≥-10℃时") counts one more
@@ -340,12 +397,20 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
             row_score = max(named(name, q), named(label, q))
             if not name or not values or row_score <= 0:
                 continue
+            # a value the question states is the row's condition, not its answer ("充到90% SOC那一段的
+            # 充电电流": the row holding "90%" is the one asked, its other cell the answer)
+            stated = [j for j in values if _states(row[j], conditions)]
+            conditioned = 0 < len(stated) < len(values)
+            if conditioned:
+                values = [j for j in values if j not in stated]
             if subject:
                 row_score = max(named(name, q, subject), named(label, q, subject)) + SUBJECT_ROW_WEIGHT * row_score
             written = len(_plain(name)) >= 2 and _plain(name) in asked and bool(terms(name) - subject)
             if written:
                 # the row of what is asked beats a row the question names as its setting ("财务费用项下的利息费用")
                 row_score += 1.0 + FOCUS_ROW_BONUS * (_plain(name) in asked_about)
+            if conditioned:
+                row_score += CONDITION_BONUS
             scored = [((col_scores[j] if j < len(col_scores) else 0.0)
                        + (PERCENT_BONUS if ratio and "%" in row[j] else 0.0), -j) for j in values]
             # a question asking no number takes a named column of words over a named year's number

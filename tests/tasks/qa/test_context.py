@@ -137,3 +137,17 @@ def test_ranked_chunks_get_in_before_the_expanded_neighbours_of_the_first(wareho
                                                                            "guide.docx_6"]
     assert build_context([first, later, *neighbours], Settings()).chunk_ids == [
         "guide.docx_2", "guide.docx_3", "other.docx_3", "guide.docx_6"]
+
+
+def test_kept_chunks_get_in_before_the_rescued_ones_of_the_first_hits_section(warehouse):
+    # the CC-SAM case: the first hit's section brought back many cut chunks (rescues), and a chunk kept
+    # third, in another section, lost its place to them
+    records = fetch_chunks(warehouse, "kb", ["guide.docx_2", "guide.docx_3", "guide.docx_6", "other.docx_3"])
+    first = Candidate("guide.docx_2", 0.9, chunk=records["guide.docx_2"])
+    kept = Candidate("guide.docx_6", 0.5, chunk=records["guide.docx_6"])
+    rescued = [Candidate("guide.docx_3", 0.2, rescued="cluster", chunk=records["guide.docx_3"]),
+               Candidate("other.docx_3", 0.2, rescued="bm25_divergence", chunk=records["other.docx_3"])]
+    small = Settings.of(max_context_chunks=2)  # room for two: the kept ones
+    assert build_context([first, kept, *rescued], small).chunk_ids == ["guide.docx_2", "guide.docx_6"]
+    assert build_context([first, kept, *rescued], Settings()).chunk_ids == [
+        "guide.docx_2", "guide.docx_3", "guide.docx_6", "other.docx_3"]

@@ -322,3 +322,39 @@ def test_a_citation_mark_does_not_dilute_a_row_label():
     cell = table_cell("In the CC-SAM paper's results table, what overall accuracy does LADE (ResNet-152) reach on "
                       "Places-LT?", table)
     assert (cell.label, cell.value) == ("Places-LT LADE [17] ResNet-152", "38.8")
+
+
+def test_a_row_groups_own_header_names_its_columns_and_a_stated_number_picks_its_row(tables):
+    # the SVOLT step-charge table: each temperature range opens with its own header row ("45℃≤T≤50℃ | |
+    # 电流，ACurrent, A | SOC", MinerU glued the bilingual lines) over "45℃≤T≤50℃ | | 1.35C | 20%" rows; the
+    # SOC the question states is the row's condition, the current its answer
+    table = table_with(tables["svolt_mineru2.7.6"], "45℃≤T≤50℃")
+    cell = table_cell("SVOLT电芯阶梯充电表中，电芯温度45℃≤T≤50℃时，充到60% SOC那一段的充电电流是多少？", table.content)
+    assert (cell.label, cell.header, cell.value) == ("45℃≤T≤50℃", "电流，ACurrent, A", "1.05C")
+    assert table_cell("In the step-charge table, for cell temperatures 25℃≤T<45℃, what charge current applies up "
+                      "to 90% SOC?", table.content).value == "0.65C"
+
+
+def test_a_number_naming_the_document_states_no_rows_condition(tables):
+    # "196" of "SVOLT 196Ah" names the cell (its file name holds it), not a condition of the capacity row
+    table = table_with(tables["svolt_mineru2.7.6"], "出货电压")
+    cell = table_cell("What is the outgoing voltage specified for the SVOLT 196Ah blade cell?", table.content,
+                      subject=frozenset({"svolt", "196", "ah", "blade", "cell"}))
+    assert cell.label == "电池出货电压Outgoing Voltage" and "3.305±0.004V" in cell.value
+
+
+def test_a_header_repeated_in_the_other_language_is_no_data_row():
+    # a bilingual datasheet's table as MinerU parses the PDF: the English header is a second row
+    content = ("电芯温度，℃ | 功率（20%SOC），W | 放电时间，s\n"
+               "Cell Temperature, ℃ | Power(20%SOC), W | Discharge time, s\n"
+               "<-30 | 不允许No discharging | 不允许No discharging\n"
+               "≥ -20 | 204 | 30\n"
+               "≥0 | 566 | 30\n")
+    cell = table_cell("What 30 s pulse discharge power at 20% SOC is allowed when the cell temperature is ≥-20℃?",
+                      content)
+    assert (cell.label, cell.header, cell.value) == ("≥ -20", "功率（20%SOC），W Power(20%SOC), W", "204")
+
+
+def test_a_capital_run_glued_to_a_word_is_two_words():
+    assert {"电流", "current"} <= terms("电流，ACurrent, A") and {"soc", "current"} <= terms("SOCCurrent")
+    assert "resnext" in terms("ResNeXt-50") and "cifar" in terms("CIFAR-10-LT")
