@@ -432,7 +432,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     labelled = re.compile(rf"{re.escape(about)}\s*[:：]\s*\S|^\s*{re.escape(about)}\s+[^，。,;；:：]{{1,{GLOSSARY_MAX_CHARS}}}$") \
         if len(about) >= 2 else None
     scored = []
-    for found, found_words, bonus, credit, order, pos, unit, chunk_id, sentence in units:
+    for i, (found, found_words, bonus, credit, order, pos, unit, chunk_id, sentence) in enumerate(units):
         shared = found & q
         if len(shared) / len(q) < a.extractive_min_overlap:
             continue
@@ -442,12 +442,12 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
         hit = hit * 0.25 if bonus < 0 else hit + bonus  # a restated question holds every term: a quarter
         if a.extractive_clauses and sentence:
             unit = shortest_clause(question, unit)
-        scored.append((hit + credit, -order, -pos, unit[:MAX_SENTENCE_CHARS], chunk_id))
+        scored.append((hit + credit, -order, -pos, unit[:MAX_SENTENCE_CHARS], chunk_id, i))
     if not scored:
         return None
     scored.sort(reverse=True)
     picked, seen = [], set()
-    for score, _, _, unit, chunk_id in scored:
+    for score, _, _, unit, chunk_id, _ in scored:
         if picked and score < a.extractive_tie_ratio * scored[0][0]:
             break  # a further unit only when it nearly ties with the best: the reader gets both
         if unit not in seen:
@@ -457,10 +457,17 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
             break
     asked = answers_what_is_asked(question)
     if asked is not None and not any(asked(unit) for unit, _ in picked):
-        # the question asks a number or a date the quoted units lack: add the best unit holding one,
-        # when it scores at least half the best ("货币资金 — 期初余额: …" after a value-less line)
-        holding = next(((unit, cid) for score, _, _, unit, cid in scored
+        # the question asks a number, a date or an address the quoted units lack: add the best unit
+        # holding one when it scores at least half the best ("货币资金 — 期初余额: …" after a value-less
+        # line), else the sentence right after the best one when it holds it (a datasheet states the
+        # setting, "stored at full charge for 30 days", then the value)
+        holding = next(((unit, cid) for score, _, _, unit, cid, _ in scored
                         if score >= SECOND_UNIT_RATIO * scored[0][0] and asked(unit)), None)
+        best = units[scored[0][-1]]
+        after = units[scored[0][-1] + 1] if scored[0][-1] + 1 < len(units) else None
+        if holding is None and after is not None and best.sentence and after.sentence and after.order == best.order \
+                and asked(after.text):
+            holding = (after.text[:MAX_SENTENCE_CHARS], after.chunk_id)
         if holding is not None:
             picked.append(holding)
     text = "".join(f"{s}[ref:{cid}]" for s, cid in picked)

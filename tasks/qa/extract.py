@@ -58,9 +58,13 @@ _GLUED = re.compile(r"(?<=[A-Z])(?=[A-Z][a-z])")
 _CLAUSE_END = re.compile(r"(?<=[，；：])|(?<=[;:])(?![0-9])|(?<=[^0-9][;:])")
 # the question asks for a number, a date or a time: the clause that answers it holds a digit
 _ASKS_NUMBER = re.compile(r"多少|几[个年月天日次岁人项条种周倍]|多大|多长|how many|how much", re.IGNORECASE)
-_ASKS_DATE = re.compile(r"哪一?年|哪一?天|哪个月|何时|什么时候|日期|which year|what year|what date|when",
+# "when" asks only opening the question ("When was …"), not as a conjunction ("… lose when stored for 30 days")
+_ASKS_DATE = re.compile(r"哪一?年|哪一?天|哪个月|何时|什么时候|日期|which year|what year|what date|^\s*when\b",
                         re.IGNORECASE)
 _DATE = re.compile(r"[0-9]+\s*[年月日]|[0-9]{4}\s*[-/.]\s*[0-9]{1,2}|\b(?:1[5-9]|20)[0-9]{2}\b")
+# the question asks a web address: the clause that answers it holds one
+_ASKS_URL = re.compile(r"网址|链接|网站|主页|github|\burl\b|website|\blink\b|homepage", re.IGNORECASE)
+_URL = re.compile(r"https?://|www\.|\b[\w-]+\.(?:com|org|net|io|cn|edu)\b", re.IGNORECASE)
 _NUMBER = re.compile(r"[0-9]+")
 _CJK_DIGITS = "零〇一二两三四五六七八九十百千万亿"
 _CJK_NUMBER = re.compile(rf"(?<![第{_CJK_DIGITS}])((?:百分之)?[{_CJK_DIGITS}]{{2,}}|[{_CJK_DIGITS}](?=[年月日天周岁个次倍人名项条元]))")
@@ -611,9 +615,12 @@ def cjk_numbers(text: str) -> set[str]:
 
 
 def answers_what_is_asked(question: str):
-    """For a question asking a date or a number: a test whether a clause holds a date / a number the
-    question does not state itself (in digits or in Chinese numerals); None for other questions."""
+    """For a question asking a date, a number or a web address: a test whether a clause holds a date / a
+    number the question does not state itself (in digits or in Chinese numerals) / an address; None
+    for other questions."""
     stated, stated_cjk = _numbers(question), cjk_numbers(question)
+    if _ASKS_URL.search(question) and not _ASKS_NUMBER.search(question):
+        return lambda part: bool(_URL.search(part))
     if _ASKS_DATE.search(question):
         return lambda part: any(_numbers(m.group()) - stated for m in _DATE.finditer(part))
     if _ASKS_NUMBER.search(question):

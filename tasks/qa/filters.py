@@ -47,6 +47,15 @@ def filter_candidates(cands: Sequence[Candidate], *, inactive: set[str] | frozen
     return [c for c in out if within(c)] if within is not None else out
 
 
+COVER_CHARS = 120  # how much of a document's first chunk is its cover's title
+
+
+def _parts_named(chunk) -> set[str]:
+    """The document parts ("第1部") a chunk's section path names, or its cover when it is the first chunk."""
+    text = chunk.section_path + (" " + chunk.content[:COVER_CHARS] if chunk.chunk_index == 0 else "")
+    return {m for m in _CHAPTER.findall(text) if m[-1] in _DOCUMENT_PART}
+
+
 def chapter_scope(cands: Sequence[Candidate], chapters: Sequence[str]):
     """What the chapters a question names keep, as a test of a candidate, or None when no candidate
     holds one (no narrowing): a chunk whose section holds a marker ("第三条"); for a document part
@@ -58,8 +67,14 @@ def chapter_scope(cands: Sequence[Candidate], chapters: Sequence[str]):
     if not holding:
         return None
     if all(m[-1] in _DOCUMENT_PART for m in chapters):
-        sources = {c.chunk.source for c in holding}
-        return lambda c: c.chunk is not None and c.chunk.source in sources
+        # a document names its part in a section or on its cover (its first chunk: "…第1部分：通用要求 编制
+        # 说明"); one naming another part is another part, one naming none may be about this one: it stays
+        named: dict[str, set[str]] = {}
+        for c in cands:
+            if c.chunk is not None:
+                named.setdefault(c.chunk.source, set()).update(_parts_named(c.chunk))
+        return lambda c: c.chunk is not None and (not named.get(c.chunk.source)
+                                                  or not named[c.chunk.source].isdisjoint(chapters))
     return lambda c: c.chunk is not None and any(m in c.chunk.section_path for m in chapters)
 
 

@@ -358,3 +358,31 @@ def test_a_header_repeated_in_the_other_language_is_no_data_row():
 def test_a_capital_run_glued_to_a_word_is_two_words():
     assert {"电流", "current"} <= terms("电流，ACurrent, A") and {"soc", "current"} <= terms("SOCCurrent")
     assert "resnext" in terms("ResNeXt-50") and "cifar" in terms("CIFAR-10-LT")
+
+
+def test_the_sentence_after_the_setting_answers_a_number_it_lacks():
+    # a datasheet states the setting, then the value: the setting shares the question's words, the value
+    # sentence holds the number asked ("when stored…" is no date question)
+    chunk = Chunk(content="Self-discharge performance\nThe cell is stored at full charge for 30 days at room "
+                          "temperature. The capacity loss is less than 3% of the initial capacity.",
+                  chunk_type=TEXT, source="datasheet.pdf", chunk_id="datasheet.pdf_77")
+    ctx = build_context([Candidate(chunk.chunk_id, 0.9, chunk=chunk)], Settings())
+    question = "How much capacity may the cell lose when stored fully charged for 30 days at room temperature?"
+    assert answers_what_is_asked(question)("less than 3%") and not answers_what_is_asked(question)("30 days")
+    ans = extractive_answer(question, ctx, Settings())
+    first, second = ans.text.split("[ref:datasheet.pdf_77]")[:2]
+    assert first.endswith("stored at full charge for 30 days at room temperature.")
+    assert second == "The capacity loss is less than 3% of the initial capacity."
+
+
+def test_a_question_asking_a_web_address_takes_the_unit_holding_one():
+    asks = answers_what_is_asked("ucasthesis模板可以从哪个GitHub地址下载？")
+    assert asks("Github/ucasthesis: https://github.com/mohuangrui/ucasthesis") and not asks("下载 ucasthesis 模板并解压。")
+    steps = Chunk(content="2. 获取模板:下载 ucasthesis 模板并解压。", chunk_type=TEXT, source="guide.pdf",
+                  chunk_id="guide.pdf_20")
+    where = Chunk(content="1.4 模板下载\nGithub/ucasthesis: https://github.com/mohuangrui/ucasthesis",
+                  chunk_type=TEXT, source="guide.pdf", chunk_id="guide.pdf_19")
+    ctx = build_context([Candidate(steps.chunk_id, 0.9, chunk=steps), Candidate(where.chunk_id, 0.5, chunk=where)],
+                        Settings())
+    ans = extractive_answer("ucasthesis模板可以从哪个GitHub地址下载？", ctx, Settings())
+    assert "https://github.com/mohuangrui/ucasthesis" in ans.text and ans.citations[-1] == where.chunk_id

@@ -50,6 +50,27 @@ def test_a_part_of_a_multi_part_standard_keeps_its_whole_document():
     assert ids(filter_candidates(cands, chapters=["第1部"])) == ["p1_12"]
 
 
+def test_a_document_naming_no_part_stays_and_one_whose_cover_names_another_part_goes():
+    # nbt_npp_psr_part1_drafting_notes.docx: part 1's drafting notes, sections "二、 编制过程", its part named
+    # only on its cover (its first chunk, a table); a file list names no part at all
+    def chunk(chunk_id, source, section, index, content=""):
+        c = cand(chunk_id, source=source, section=section)
+        c.chunk.chunk_index, c.chunk.content = index, content or chunk_id
+        return c
+
+    cands = [chunk("p12_11", "part12.docx", "核电厂定期安全评价 第12部分 设计", 11),
+             chunk("p1_12", "part1.docx", "核电厂定期安全评价 第1部分：通用要求 > 1.1 范围", 12),
+             chunk("notes_0", "notes.docx", "", 0, "NB/T XXXX－20YY 核电厂定期安全评价 第1部分：通用要求 编制说明"),
+             chunk("notes_10", "notes.docx", "四、主要技术内容的说明", 10),
+             chunk("list_2", "SOURCES.md", "", 2)]
+    ids = lambda cs: [c.chunk_id for c in cs]  # noqa: E731
+    assert ids(filter_candidates(cands, chapters=["第1部"])) == ["p1_12", "notes_0", "notes_10", "list_2"]
+    assert ids(filter_candidates(cands, chapters=["第12部"])) == ["p12_11", "list_2"]
+    # the cover counts only as the document's first chunk: a later chunk citing part 1 names no part
+    cands[2].chunk.chunk_index = 5
+    assert ids(filter_candidates(cands, chapters=["第12部"])) == ["p12_11", "notes_0", "notes_10", "list_2"]
+
+
 def test_mmr_drops_near_duplicates_and_keeps_fused_order():
     sim = jaccard_rows([["甲", "乙", "丙"], ["甲", "乙", "丙"], ["丁", "戊"], []])
     assert sim(0)[1] == 1.0 and sim(0)[2] == 0.0 and sim(3)[3] == 0.0
