@@ -23,8 +23,9 @@ clause of a sentence that carries the answer.
   first row of values is data (its header stayed on the page before). A row group that opens with a
   header row of its own ("45℃≤T≤50℃ | | 电流，A Current, A | SOC") takes its columns' names from it;
   a number the question states ("充到90% SOC那一段") is the condition of the row holding it: that row
-  is the one asked, its other cell the answer (numbers naming the document, "196Ah", state none). A header row of colspans landed before spans were
-  resolved (" | ImageNet-LT | Places-LT") is spread over the columns under it. A form with no
+  is the one asked, its other cell the answer (numbers naming the document, "196Ah", state none). A
+  header row of colspans landed before spans were resolved (" | ImageNet-LT | Places-LT") is spread
+  over the columns under it. A form with no
   header row ("姓名 | MinerU | 曾用名 | …") answers with the value beside the named field, or with a
   blank field's note ("一寸照片（不超过50MB）") (`form_field`).
 - `focus`: the words a Chinese question asks about (before "是多少", "是谁", …); `cjk_numbers`:

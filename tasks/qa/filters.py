@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from schemas.chunk import Chunk
 from schemas.qa import RERANK
 from schemas.settings import Settings
 from tasks.qa.types import Candidate
@@ -50,7 +51,7 @@ def filter_candidates(cands: Sequence[Candidate], *, inactive: set[str] | frozen
 COVER_CHARS = 120  # how much of a document's first chunk is its cover's title
 
 
-def _parts_named(chunk) -> set[str]:
+def _parts_named(chunk: Chunk) -> set[str]:
     """The document parts ("第1部") a chunk's section path names, or its cover when it is the first chunk."""
     text = chunk.section_path + (" " + chunk.content[:COVER_CHARS] if chunk.chunk_index == 0 else "")
     return {m for m in _CHAPTER.findall(text) if m[-1] in _DOCUMENT_PART}
@@ -60,7 +61,7 @@ def chapter_scope(cands: Sequence[Candidate], chapters: Sequence[str]):
     """What the chapters a question names keep, as a test of a candidate, or None when no candidate
     holds one (no narrowing): a chunk whose section holds a marker ("第三条"); for a document part
     ("第12部分", a multi-part standard's title, a heading the part's own chapters "1 范围" are siblings
-    of) every chunk of a document holding it."""
+    of) every chunk of a document naming it, and of one naming no part (`_parts_named`)."""
     if not chapters:
         return None
     holding = [c for c in cands if c.chunk is not None and any(m in c.chunk.section_path for m in chapters)]
