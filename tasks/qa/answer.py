@@ -463,11 +463,11 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
         # setting, "stored at full charge for 30 days", then the value)
         holding = next(((unit, cid) for score, _, _, unit, cid, _ in scored
                         if score >= SECOND_UNIT_RATIO * scored[0][0] and asked(unit)), None)
-        best = units[scored[0][-1]]
-        after = units[scored[0][-1] + 1] if scored[0][-1] + 1 < len(units) else None
-        if holding is None and after is not None and best.sentence and after.sentence and after.order == best.order \
-                and asked(after.text):
-            holding = (after.text[:MAX_SENTENCE_CHARS], after.chunk_id)
+        best = scored[0][-1]
+        if holding is None and best + 1 < len(units):
+            first, after = units[best], units[best + 1]
+            if first.sentence and after.sentence and after.order == first.order and asked(after.text):
+                holding = (after.text[:MAX_SENTENCE_CHARS], after.chunk_id)
         if holding is not None:
             picked.append(holding)
     text = "".join(f"{s}[ref:{cid}]" for s, cid in picked)
