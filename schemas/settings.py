@@ -91,6 +91,10 @@ class RetrievalSettings:
     rrf_k: int = 60  # RRF_K
     rrf_vector_weight: float = 0.5  # VECTOR_WEIGHT
     rrf_bm25_weight: float = 0.5  # BM25_WEIGHT
+    # ours: an English question is also read in the Chinese its words translate to in CC-CEDICT
+    # (tasks.qa.gloss): the words the knowledge base uses join its BM25 terms, and those the context
+    # uses the terms an offline answer matches: English questions over Chinese documents
+    gloss_enabled: bool = True
     rrf_image_weight: float = 0.5  # ours (seed 001 §4.4 names IMAGE_WEIGHT without a value)
     dynamic_rrf_enabled: bool = True  # DYNAMIC_RRF_ENABLED: per-question weights from each ranking's sharpness
     dynamic_rrf_gain: float = 3.0  # ours: weight x (1 + gain x sharpness), sharpness in [0, 1]

@@ -39,6 +39,7 @@ from tasks.qa.context import Context
 from tasks.qa.extract import (answers_what_is_asked, document_scope, focus, negated_terms, shortest_clause, table_cell,
                               terms)
 from tasks.common.text import bigram_hit_rate, bigrams, clean_text, tokenize
+from tasks.qa.gloss import gloss_terms, translatable
 from tasks.qa.types import Retrieval, evidence_text
 
 # seed 001 §8.2, with the citation form made explicit (our refs are chunk ids, not numbers)
@@ -312,6 +313,25 @@ def _named_terms(source: str, question_terms: frozenset[str]) -> frozenset[str]:
     return terms(document_name(source)) & question_terms
 
 
+def _naming_terms(question: str, question_terms: frozenset[str], context: Context,
+                  ) -> dict[str, tuple[frozenset[str], frozenset[str]]]:
+    """Per source of the context, (the question's terms naming it: `_subject_terms`, `_named_terms`;
+    those naming another source of the context, not it, and written in one source's text at most).
+    A unit is not evidence by the words naming another document: the corpus's file list
+    ("zh_pdf/prc_civil_code.pdf — …") does not answer a question about the PRC Civil Code. A word
+    two documents' text holds ("PSR" of "nbt_npp_psr_part1_drafting_notes") is what they are about,
+    not a name."""
+    subjects = _subject_terms(question, context)
+    own = {c.source: subjects.get(c.source, frozenset()) | _named_terms(c.source, question_terms)
+           for c in context.chunks}
+    written: dict[str, set[str]] = {}
+    for c in context.chunks:
+        written.setdefault(c.source, set()).update(terms(c.chunk.content) & question_terms)
+    common = {t for t, n in Counter(t for found in written.values() for t in found).items() if n > 1}
+    return {source: (mine, frozenset().union(*(v for k, v in own.items() if k != source)) - mine - common)
+            for source, mine in own.items()}
+
+
 def _document_terms(question_terms: set[str], context: Context) -> dict[str, set[str]]:
     """Per source of the context, the question's terms that its text (not its tables) holds, another
     source's does not, and no table of the context holds: who or what the document is about (the
@@ -328,6 +348,26 @@ def _document_terms(question_terms: set[str], context: Context) -> dict[str, set
     return {source: found - common - in_tables for source, found in held.items()}
 
 
+_LATIN = re.compile(r"[A-Za-z]")
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+
+
+@lru_cache(maxsize=65536)  # a batch's English questions read the same chunks
+def _chinese(text: str) -> bool:
+    """Chinese text, not English or bilingual (a Latin letter for every ten Chinese characters at most)."""
+    return len(_LATIN.findall(text)) * 10 <= len(_HAN.findall(text))
+
+
+def _glossed(question: str, context: Context) -> str:
+    """An English question with the Chinese its words translate to that the context's text uses
+    (`tasks.qa.gloss`) written after it: what a Chinese unit or table row is matched by."""
+    if not translatable(question):
+        return question
+    used = frozenset().union(*(words(evidence_text(c.chunk)) for c in context.chunks))
+    glossed = gloss_terms(question, used)
+    return f"{question} {' '.join(dict.fromkeys(glossed))}" if glossed else question
+
+
 class _Unit(NamedTuple):
     """An evidence unit an extractive answer may quote: a sentence, a table row, or a table cell."""
 
@@ -340,6 +380,7 @@ class _Unit(NamedTuple):
     text: str  # what is quoted
     chunk_id: str
     sentence: bool  # a sentence (may be cut to its clause), not a table unit
+    translated: bool = False  # matched by the Chinese an English question's words translate to too
 
 
 @lru_cache(maxsize=65536)  # a batch reads the same chunks' sentences for many questions
@@ -378,31 +419,40 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     naming the document the question asks about (`_subject_terms`) are held by each of its units.
     When the question asks a number or a date the quoted units lack, the best unit holding one is
     added (if it scores ≥ SECOND_UNIT_RATIO of the best)."""
-    q = terms(question)
+    glossed = _glossed(question, context) if settings.retrieval.gloss_enabled and context.chunks else question
+    q_plain = terms(question)
+    q = terms(glossed)  # a Chinese chunk's units are matched by the question's words and their Chinese too
     if not q or not context.chunks:
         return None
     a = settings.answer
     best_score = max((c.score for c in context.chunks), default=0.0) or 1.0
     entity = _document_terms(q, context)
-    subjects = _subject_terms(question, context)
-    qw = words(question)
+    naming = _naming_terms(question, q_plain, context)
+    qw = words(glossed)
+    gloss_only, gloss_words = q - q_plain, qw - words(question)
     units: list[_Unit] = []
     for order, c in enumerate(context.chunks):
+        # the Chinese an English question translates to matches a Chinese chunk only: a bilingual
+        # datasheet's or an English paper's units are matched by the question's own words
+        chinese = glossed is not question and _chinese(c.chunk.content)
+        ask = glossed if chinese else question
         headings = {clean_text(h) for h in c.chunk.section_path.split(" > ") + [c.chunk.title] if h}
         credit = 0.1 * c.score / best_score
         # what names the document is held by each of its units: within it, the sentence restating
         # its title ("《…第12部分：设计》为上述15项标准之一") gains nothing from the question naming it
-        subject = subjects.get(c.source, frozenset()) | _named_terms(c.source, q)
+        subject, foreign = naming[c.source]
         subject_words = {w for w in qw if terms(w) and terms(w) <= subject}
-        cell = _table_unit(question, c.chunk, subject) if a.extractive_table_cells and c.chunk.chunk_type == TABLE \
-            else None
+        foreign_words = {w for w in qw if terms(w) and terms(w) <= foreign} | (set() if chinese else gloss_words)
+        foreign = foreign if chinese else foreign | gloss_only
+        cell = _table_unit(ask, c.chunk, subject | foreign) \
+            if a.extractive_table_cells and c.chunk.chunk_type == TABLE else None
         if cell is not None and _TOC_LINE.search(cell[1]):  # a contents table ("2.1.6 Change … . . . . | 10")
             continue
         if cell is not None:  # a cell never names whose table it is: its document does ("比亚迪")
             held = entity.get(c.source, set()) | subject
             named_words = words(cell[0]) | {w for w in qw if terms(w) and terms(w) <= held}
-            units.append(_Unit(terms(cell[0]) | held, named_words, cell[2], credit, order, 0,
-                               cell[1], c.chunk_id, False))
+            units.append(_Unit((terms(cell[0]) - foreign) | held, named_words - foreign_words, cell[2], credit, order, 0,
+                               cell[1], c.chunk_id, False, chinese))
             continue
         quoted, lead = evidence_units(c.chunk), ""
         for pos, unit in enumerate(quoted):
@@ -418,9 +468,10 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
             unit_words = words(unit) - {w for w in qw if terms(w) & negated} if negated else words(unit)
             if setting:
                 unit_words |= words(setting)
-            units.append(_Unit((terms(unit) - negated) | terms(setting) | subject, unit_words | subject_words,
+            units.append(_Unit(((terms(unit) - negated) | terms(setting) | subject) - foreign,
+                               (unit_words | subject_words) - foreign_words,
                                -1.0 if restated else 0.0, credit, order, pos, unit, c.chunk_id,
-                               c.chunk.chunk_type != TABLE))
+                               c.chunk.chunk_type != TABLE, chinese))
     # bigrams match across word boundaries ("自然人下落" → "人下"), so a unit is also scored on the
     # question's words ("死亡" decides between the articles on 失踪 and on 死亡, where bigrams tie), those
     # naming what is asked counting double ("存货周转天数" of "…的存货周转天数是多少天")
@@ -432,16 +483,16 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     labelled = re.compile(rf"{re.escape(about)}\s*[:：]\s*\S|^\s*{re.escape(about)}\s+[^，。,;；:：]{{1,{GLOSSARY_MAX_CHARS}}}$") \
         if len(about) >= 2 else None
     scored = []
-    for i, (found, found_words, bonus, credit, order, pos, unit, chunk_id, sentence) in enumerate(units):
+    for i, (found, found_words, bonus, credit, order, pos, unit, chunk_id, sentence, translated) in enumerate(units):
         shared = found & q
-        if len(shared) / len(q) < a.extractive_min_overlap:
+        if len(shared) / len(q if translated else q_plain) < a.extractive_min_overlap:
             continue
         hit = (bigram_share(shared) + word_share(found_words & qw)) / 2 if qw else bigram_share(shared)
         if labelled is not None and sentence and labelled.search(unit):
             hit += LABEL_BONUS
         hit = hit * 0.25 if bonus < 0 else hit + bonus  # a restated question holds every term: a quarter
         if a.extractive_clauses and sentence:
-            unit = shortest_clause(question, unit)
+            unit = shortest_clause(glossed if translated else question, unit)
         scored.append((hit + credit, -order, -pos, unit[:MAX_SENTENCE_CHARS], chunk_id, i))
     if not scored:
         return None

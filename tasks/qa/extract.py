@@ -58,7 +58,8 @@ _GLUED = re.compile(r"(?<=[A-Z])(?=[A-Z][a-z])")
 # which lists words in English ("cut, copy, and paste") and groups digits ("129,800,000")
 _CLAUSE_END = re.compile(r"(?<=[，；：])|(?<=[;:])(?![0-9])|(?<=[^0-9][;:])")
 # the question asks for a number, a date or a time: the clause that answers it holds a digit
-_ASKS_NUMBER = re.compile(r"多少|几[个年月天日次岁人项条种周倍]|多大|多长|how many|how much", re.IGNORECASE)
+_ASKS_NUMBER = re.compile(r"多少|几[个年月天日次岁人项条种周倍]|多大|多长|多久|how many|how much|how long|how often"
+                          r"|within what|what period", re.IGNORECASE)
 # "when" asks only opening the question ("When was …"), not as a conjunction ("… lose when stored for 30 days")
 _ASKS_DATE = re.compile(r"哪一?年|哪一?天|哪个月|何时|什么时候|日期|which year|what year|what date|^\s*when\b",
                         re.IGNORECASE)
@@ -73,6 +74,7 @@ _CJK_NUMBER = re.compile(rf"(?<![第{_CJK_DIGITS}])((?:百分之)?[{_CJK_DIGITS}
 _NUMBER_CELL = re.compile(r"^[\s(（]*[-+−~≈<>≤≥±]?\s*[0-9][0-9,.\s]*(?:%|‰|[a-zA-Z]{0,3})?[)）]?\s*(?:[（(].*)?$")
 MAX_KEY_CELLS = 3  # word cells read as the row's label: a dataset, a method, a backbone
 SUBJECT_ROW_WEIGHT = 0.1  # a row named by the document's own name ("CC-SAM") only breaks ties
+GROUP_TIE_WEIGHT = 0.01  # per term a row's label shares with the question: a tie-break only
 FOCUS_ROW_BONUS = 0.5  # a row whose label the question writes out as what it asks about
 CONDITION_BONUS = 1.0  # a row holding a number the question states as its condition ("充到90% SOC")
 PERCENT_BONUS = 0.5  # a cell in % when the question asks a ratio, as a column named by a term or two
@@ -394,12 +396,17 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
             while key < len(row) and key - k < MAX_KEY_CELLS and row[key] and not _NUMBER_CELL.match(row[key]):
                 key += 1
             # "其中:利息费用" is the row of 利息费用, "LADE [17]" of LADE (a citation names nothing)
-            name = _CITATION.sub("", _SUB_ITEM.sub("", row[k]))
-            label = " ".join(dict.fromkeys(_CITATION.sub("", c) for c in [name, *row[k + 1:key]] if c))
-            shown = " ".join(dict.fromkeys([row[k], *(c for c in row[k + 1:key]
-                                                      if c and terms(_CITATION.sub("", c)) <= q)]))
+            name = _uncited(_SUB_ITEM.sub("", row[k]))
+            label = " ".join(dict.fromkeys(_uncited(c) for c in [name, *row[k + 1:key]] if c))
+            shown = " ".join(dict.fromkeys([row[k], *(c for c in row[k + 1:key] if c and terms(_uncited(c)) <= q)]))
             values = [j for j in range(k + 1, len(row)) if row[j]]
-            row_score = max(named(name, q), named(label, q))
+            # a label cell the question writes out ("with a ResNeXt-50 backbone") is said, not asked
+            said = [j for j in values if j < key and terms(_uncited(row[j])) <= q]
+            if len(said) < len(values):
+                values = [j for j in values if j not in said]
+            # the terms the whole label shares with the question break ties among the rows its first
+            # cell names alike (a row group's "ImageNet-LT": "… DisAlign [58] | ResNet-50" is DisAlign's)
+            row_score = max(named(name, q), named(label, q)) + GROUP_TIE_WEIGHT * len(terms(label) & q)
             if not name or not values or row_score <= 0:
                 continue
             # a value the question states is the row's condition, not its answer ("充到90% SOC那一段的
@@ -445,6 +452,11 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
         if best is None or (field is not None and field[1].note and field[0] > best[0]):
             best = field  # a field beside its label when no row is named; a field's note when named best
     return best[1] if best is not None else None
+
+
+def _uncited(cell: str) -> str:
+    """A cell without its citations ("LADE [17]" → "LADE"; "OpenMax [3]OLTR [32]" → "OpenMax OLTR")."""
+    return _CITATION.sub(" ", cell).strip()
 
 
 @lru_cache(maxsize=65536)  # a batch reads the same tables' labels for many questions

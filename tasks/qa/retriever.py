@@ -38,6 +38,7 @@ from tasks.index.views import chunk_id_of
 from tasks.qa.filters import (adaptive_top_k, chapter_markers, chapter_scope, filter_candidates, in_section,
                               is_enum_query, mmr, term_id_sets)
 from tasks.qa.fusion import check_fusion_settings, figures_on_vector_scale, fuse
+from tasks.qa.gloss import gloss_terms
 from tasks.qa.rerank import Reranker, rerank, reranker_from_settings
 from tasks.qa.rescue import rescue
 from tasks.qa.types import (BM25, FIGURE, FIGURE_TYPES, MODES, VECTOR, Candidate, ChannelHits, Retrieval,
@@ -207,6 +208,8 @@ class Retriever:
         for q in questions:
             t = tokenize(q, user_dict)
             keywords = " ".join(t)
+            if self.settings.retrieval.gloss_enabled:
+                t = t + gloss_terms(q, self.bm25.vocab)
             if widen and keywords and keywords != q:
                 variants.append([q, keywords])
                 terms.append([t, tokenize(keywords, user_dict)])

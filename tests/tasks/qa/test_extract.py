@@ -386,3 +386,21 @@ def test_a_question_asking_a_web_address_takes_the_unit_holding_one():
                         Settings())
     ans = extractive_answer("ucasthesis模板可以从哪个GitHub地址下载？", ctx, Settings())
     assert "https://github.com/mohuangrui/ucasthesis" in ans.text and ans.citations[-1] == where.chunk_id
+
+
+def test_a_label_cell_the_question_states_is_not_the_answer(tables):
+    # "with a ResNeXt-50 backbone" says which row; the Backbone column it names is not what is asked
+    table = table_with(tables["cvpr_mineru3.4.4"], "iNaturalist 2018")
+    cell = table_cell("In the CC-SAM paper, what overall accuracy does CC-SAM with a ResNeXt-50 backbone achieve on "
+                      "ImageNet-LT?", table.content)
+    assert (cell.label, cell.header, cell.value) == ("ImageNet-LT CC-SAM ResNeXt-50", "Overall", "55.4")
+    # a label cell the question does not write out still answers ("what backbone does …")
+    assert table_cell("Which backbone does DisAlign use on ImageNet-LT?", table.content).value == "ResNet-50"
+
+
+def test_a_citation_between_two_names_keeps_them_apart():
+    # MinerU joins two methods' cells: "OpenMax [3]OLTR [32]" names OLTR, not "OpenMaxOLTR"
+    table = "Method | ImageNet-LT F-measure\nOpenMax [3]OLTR [32] | 0.474\nCC-SAM 61.4 | 0.552"
+    cell = table_cell("In the CC-SAM paper's open long-tailed table, what F-measure does OLTR achieve on ImageNet-LT?",
+                      table)
+    assert (cell.label, cell.value) == ("OpenMax [3]OLTR [32]", "0.474")

@@ -91,6 +91,17 @@ def test_bm25_only_mode_needs_no_embedder(cmrc):
     assert retriever._embedder is None and r.top_cosine is None and r.ranked
 
 
+def test_an_english_question_finds_a_chinese_passage_by_the_chinese_of_its_words(cmrc):
+    settings, retriever, _ = cmrc
+    question = "Which contains more sulfites, white wine or red wine?"  # TRIAL_21: 亚硫酸盐, 白葡萄酒, 红葡萄酒
+    is_gold = lambda c: c.chunk_id.startswith("TRIAL_21.md_")  # noqa: E731
+    (found,) = retriever.retrieve_batch([question], "bm25")
+    assert is_gold(found.ranked[0])
+    blind = Retriever(settings.replace(gloss_enabled=False), "cmrc", bm25=retriever.bm25)
+    (lost,) = blind.retrieve_batch([question], "bm25")
+    assert not any(is_gold(c) for c in lost.ranked)
+
+
 def test_rerank_stage_with_a_tiny_cross_encoder(cmrc, tmp_path):
     settings, retriever, questions = cmrc
     texts = [q.question for q in questions[:4]]

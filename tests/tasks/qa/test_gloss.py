@@ -1,0 +1,52 @@
+"""English questions over Chinese text: CC-CEDICT read backwards gives an English question's words
+in Chinese (tasks.qa.gloss), which BM25 and the offline answer match. The Chinese is the PRC Civil
+Code's article 718 and its neighbour, as the docs corpus's PDF states them (statute text)."""
+from __future__ import annotations
+
+from schemas.chunk import TEXT, Chunk
+from schemas.settings import Settings
+from tasks.common.text import tokenize
+from tasks.qa.answer import extractive_answer
+from tasks.qa.context import build_context
+from tasks.qa.gloss import gloss_terms, translatable
+from tasks.qa.types import Candidate
+
+ARTICLE_716 = "第七百一十六条 承租人经出租人同意，可以将租赁物转租给第三人。承租人未经出租人同意转租的，出租人可以解除合同。"
+ARTICLE_718 = "第七百一十八条 出租人知道或者应当知道承租人转租，但是在六个月内未提出异议的，视为出租人同意转租。"
+SUBLET = ("Under the PRC Civil Code, if a lessor knows that the lessee has sublet the property but raises no "
+          "objection within what period, is the lessor deemed to consent?")
+
+
+def test_an_english_questions_words_in_the_chinese_the_corpus_uses():
+    vocabulary = set(tokenize(ARTICLE_716 + ARTICLE_718))
+    found = gloss_terms(SUBLET, vocabulary)
+    assert {"转租", "异议", "同意"} <= set(found)
+    assert set(found) <= vocabulary  # a sense the corpus never uses is no term
+    assert gloss_terms(SUBLET, set()) == []
+
+
+def test_a_phrase_is_looked_up_before_its_words():
+    vocabulary = {"营运资金", "工作", "资本", "资金"}
+    assert gloss_terms("What change in working capital does the forecast show?", vocabulary) == ["营运资金"]
+
+
+def test_a_chinese_question_is_not_glossed():
+    assert not translatable("出租人在多长时间内未提出异议视为同意转租？")
+    assert gloss_terms("出租人在多长时间内未提出异议视为同意转租？", {"转租", "异议"}) == []
+    assert translatable("In BYD's Q1 2025 cash flow statement, what were tax refunds (收到的税费返还)?")
+
+
+def _chunk(index: int, content: str) -> Candidate:
+    chunk = Chunk(content=content, chunk_type=TEXT, source="zh_pdf/prc_civil_code.pdf", chunk_index=index,
+                  chunk_id=f"prc_civil_code.pdf_{index}")
+    return Candidate(chunk.chunk_id, 0.5, chunk=chunk)
+
+
+def test_the_offline_answer_quotes_the_chinese_sentence_an_english_question_asks_for():
+    context = build_context([_chunk(1, ARTICLE_716), _chunk(2, ARTICLE_718)], Settings())
+    answer = extractive_answer(SUBLET, context, Settings())
+    assert answer is not None and "六个月内" in answer.text and answer.citations == ["prc_civil_code.pdf_2"]
+    # without the Chinese the question's words translate to, only the file name's words ("PRC Civil
+    # Code") match, which every unit holds: the articles tie and the first is quoted first
+    blind = extractive_answer(SUBLET, context, Settings().replace(gloss_enabled=False))
+    assert blind.citations[0] == "prc_civil_code.pdf_1"
