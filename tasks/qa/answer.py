@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
-from schemas.chunk import HEADING, TABLE, TEXT
+from schemas.chunk import CHART, HEADING, TABLE, TEXT
 from schemas.errors import LLMError
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, QAResult, Question
 from schemas.settings import Settings
@@ -84,6 +84,8 @@ LABEL_BONUS = 0.2  # a sentence giving what is asked about as "label: value"
 GLOSSARY_MAX_CHARS = 40  # a glossary line's meaning ("SSCs 构筑物、系统和设备"): a phrase, no sentence
 CELL_BONUS = 0.1  # a table cell whose column the question names; as much again when it writes the row out
 SECOND_UNIT_RATIO = 0.5  # a unit holding the asked number is added if it scores >= this x the best
+GRIDS = (TABLE, CHART)  # chunks whose content is " | " rows: a table, a chart's data
+ORDINAL_BONUS = 0.2  # a list item whose number the question asks for ("第三个条件", "the second requirement")
 
 
 @dataclass
@@ -203,6 +205,28 @@ _STARTS_ITEM = re.compile(r"^\s*(?:第[零一二三四五六七八九十百千0-
 # a law's list of conditions: "…下列条件:（一）…；（二）…；（五）年满三十周岁。"
 _LIST_ITEM = re.compile(r"^\s*[（(][一二三四五六七八九十0-9]+[)）]")
 _OPENS_LIST = re.compile(r"^(.*[:：])\s*[（(][一二三四五六七八九十1]+[)）]")
+# the question asks for a list's n-th item ("第三个条件", "the second requirement"; not "第十五条", an article)
+_ASKED_ORDINAL = re.compile(r"第([一二三四五六七八九十]|[0-9]{1,2})(?:个|项|点|种|步|条件)"
+                            r"|\b(second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth)\b", re.IGNORECASE)
+_ITEM_NUMBER = re.compile(r"[（(]([一二三四五六七八九十]|[0-9]{1,2})[)）]")
+_ORDINALS = {w: i for i, w in enumerate("一二三四五六七八九十", 1)} | \
+    {w: i for i, w in enumerate("first second third fourth fifth sixth seventh eighth ninth tenth".split(), 1)}
+
+
+def _ordinal(text: str) -> int | None:
+    return _ORDINALS.get(text.lower()) or (int(text) if text.isdigit() else None)
+
+
+def asked_ordinal(question: str) -> int | None:
+    """The number of the list item a question asks for, or None."""
+    m = _ASKED_ORDINAL.search(question)
+    return _ordinal(next(g for g in m.groups() if g)) if m else None
+
+
+def item_number(unit: str) -> int | None:
+    """The number of the list item a unit quotes ("…下列条件: (二) 熟悉…" → 2), or None."""
+    m = _ITEM_NUMBER.search(unit)
+    return _ordinal(m.group(1)) if m else None
 
 
 def unwrap_lines(text: str) -> str:
@@ -228,7 +252,7 @@ def sentences(text: str) -> list[str]:
 def evidence_units(chunk) -> list[str]:
     """What an extractive answer may quote from a chunk: its sentences; for a table each data row
     with the header row before it (a row's numbers mean nothing without the column names)."""
-    if chunk.chunk_type == TABLE and " | " in chunk.content:
+    if chunk.chunk_type in GRIDS and " | " in chunk.content:
         lines = [line.strip() for line in chunk.content.splitlines() if line.strip()]
         rows = [line for line in lines if " | " in line and not set(line) <= set("|-: ")]
         if len(rows) > 1:
@@ -341,21 +365,22 @@ def _document_terms(question_terms: set[str], context: Context) -> dict[str, set
     in_tables: set[str] = set()
     for c in context.chunks:
         found = terms(" ".join((c.chunk.title, c.chunk.section_path, evidence_text(c.chunk)))) & question_terms
-        (in_tables if c.chunk.chunk_type == TABLE else held[c.source]).update(found)
+        (in_tables if c.chunk.chunk_type in GRIDS else held[c.source]).update(found)
     if len(held) < 2:
         return {}
     common = set.intersection(*held.values())
     return {source: found - common - in_tables for source, found in held.items()}
 
 
-_LATIN = re.compile(r"[A-Za-z]")
+_ENGLISH_WORD = re.compile(r"[A-Za-z]{3,}")  # not "2024E", "Q1"
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 
 
 @lru_cache(maxsize=65536)  # a batch's English questions read the same chunks
 def _chinese(text: str) -> bool:
-    """Chinese text, not English or bilingual (a Latin letter for every ten Chinese characters at most)."""
-    return len(_LATIN.findall(text)) * 10 <= len(_HAN.findall(text))
+    """Chinese text, not English or bilingual (an English word for every 20 Chinese characters at most:
+    a forecast table's "EPS" and "ROE" are in it, a bilingual datasheet's row names are not)."""
+    return len(_ENGLISH_WORD.findall(text)) * 20 <= len(_HAN.findall(text))
 
 
 def _glossed(question: str, context: Context) -> str:
@@ -445,7 +470,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
         foreign_words = {w for w in qw if terms(w) and terms(w) <= foreign} | (set() if chinese else gloss_words)
         foreign = foreign if chinese else foreign | gloss_only
         cell = _table_unit(ask, c.chunk, subject | foreign) \
-            if a.extractive_table_cells and c.chunk.chunk_type == TABLE else None
+            if a.extractive_table_cells and c.chunk.chunk_type in GRIDS else None
         if cell is not None and _TOC_LINE.search(cell[1]):  # a contents table ("2.1.6 Change … . . . . | 10")
             continue
         if cell is not None:  # a cell never names whose table it is: its document does ("比亚迪")
@@ -471,7 +496,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
             units.append(_Unit(((terms(unit) - negated) | terms(setting) | subject) - foreign,
                                (unit_words | subject_words) - foreign_words,
                                -1.0 if restated else 0.0, credit, order, pos, unit, c.chunk_id,
-                               c.chunk.chunk_type != TABLE, chinese))
+                               c.chunk.chunk_type not in GRIDS, chinese))
     # bigrams match across word boundaries ("自然人下落" → "人下"), so a unit is also scored on the
     # question's words ("死亡" decides between the articles on 失踪 and on 死亡, where bigrams tie), those
     # naming what is asked counting double ("存货周转天数" of "…的存货周转天数是多少天")
@@ -482,6 +507,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     # glossary line, it and a short phrase ("NNSA 国家核安全局", not the sentence "JAXR API是在JCP下开发的，…")
     labelled = re.compile(rf"{re.escape(about)}\s*[:：]\s*\S|^\s*{re.escape(about)}\s+[^，。,;；:：]{{1,{GLOSSARY_MAX_CHARS}}}$") \
         if len(about) >= 2 else None
+    ordinal = asked_ordinal(question)
     scored = []
     for i, (found, found_words, bonus, credit, order, pos, unit, chunk_id, sentence, translated) in enumerate(units):
         shared = found & q
@@ -490,6 +516,8 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
         hit = (bigram_share(shared) + word_share(found_words & qw)) / 2 if qw else bigram_share(shared)
         if labelled is not None and sentence and labelled.search(unit):
             hit += LABEL_BONUS
+        if ordinal is not None and sentence and item_number(unit) == ordinal:
+            hit += ORDINAL_BONUS
         hit = hit * 0.25 if bonus < 0 else hit + bonus  # a restated question holds every term: a quarter
         if a.extractive_clauses and sentence:
             unit = shortest_clause(glossed if translated else question, unit)

@@ -51,6 +51,7 @@ from tasks.common.text import STOP_WORDS
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TERM = re.compile(rf"[{_CJK}]+|[a-z]+|[0-9]+(?:\.[0-9]+)?")
 _HAS_DIGIT = re.compile(r"[0-9]")
+_LEADING_ZEROS = re.compile(r"^0+(?=[0-9])")  # "05" is "5", "0.5" stays
 # a capital run glued to a capitalized word, as MinerU joins a bilingual cell's lines ("电流，ACurrent, A",
 # "SOCCurrent"): two words ("ResNeXt", "CIFAR" stay one)
 _GLUED = re.compile(r"(?<=[A-Z])(?=[A-Z][a-z])")
@@ -68,6 +69,7 @@ _DATE = re.compile(r"[0-9]+\s*[年月日]|[0-9]{4}\s*[-/.]\s*[0-9]{1,2}|\b(?:1[5
 _ASKS_URL = re.compile(r"网址|链接|网站|主页|github|\burl\b|website|\blink\b|homepage", re.IGNORECASE)
 _URL = re.compile(r"https?://|www\.|\b[\w-]+\.(?:com|org|net|io|cn|edu)\b", re.IGNORECASE)
 _NUMBER = re.compile(r"[0-9]+")
+_DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # "2.8" is one number: it states neither a "2" nor an "8"
 _CJK_DIGITS = "零〇一二两三四五六七八九十百千万亿"
 _CJK_NUMBER = re.compile(rf"(?<![第{_CJK_DIGITS}])((?:百分之)?[{_CJK_DIGITS}]{{2,}}|[{_CJK_DIGITS}](?=[年月日天周岁个次倍人名项条元]))")
 # a cell that is a number (a value, not a word naming the row: "ResNeXt-50" and "CIFAR-10-LT" are words)
@@ -250,7 +252,7 @@ def _group_headers(data: list[list[str]]) -> list[list[str] | None]:
 
 def _states(cell: str, question_numbers: set[str]) -> bool:
     """Is `cell` a number the question states ("20%" of "充至20% SOC"), years aside?"""
-    own = _numbers(cell)
+    own = _decimals(cell)
     return bool(_NUMBER_CELL.match(cell)) and bool(own) and own <= question_numbers and not _years(own)
 
 
@@ -316,6 +318,11 @@ def _numbers(text: str) -> set[str]:
     return {n.lstrip("0") or "0" for n in _NUMBER.findall(unicodedata.normalize("NFKC", text or ""))}
 
 
+def _decimals(text: str) -> set[str]:
+    """The numbers of `text`, a decimal one whole ("2.8"), without leading zeros ("05" → "5")."""
+    return {_LEADING_ZEROS.sub("", n) for n in _DECIMAL.findall(unicodedata.normalize("NFKC", text or ""))}
+
+
 def _years(numbers: set[str]) -> set[str]:
     return {n for n in numbers if len(n) == 4 and n[:2] in ("19", "20")}
 
@@ -372,7 +379,7 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
     subject = subject | scope_only_terms(question)
     periods = _period_terms(question)
     asked_terms = terms(focus(question)) or q | periods
-    conditions = q_numbers - subject  # numbers naming the document ("SVOLT 196Ah") state no row's condition
+    conditions = _decimals(question) - subject  # numbers naming the document ("SVOLT 196Ah") state no row's condition
     for block_headers, data in _blocks(rows):
         # a block with a column saying the opposite of what is asked is the other table ("前10名无限售条件
         # 股东持股情况" for 有限售条件股份): none of its columns is named

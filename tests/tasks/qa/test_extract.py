@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from schemas.chunk import TABLE, TEXT, Chunk
+from schemas.chunk import CHART, TABLE, TEXT, Chunk
 from schemas.settings import Settings
-from tasks.qa.answer import extractive_answer
+from tasks.qa.answer import asked_ordinal, extractive_answer
 from tasks.qa.context import build_context
 from tasks.qa.extract import (answers_what_is_asked, cjk_numbers, focus, scope_only_terms, shortest_clause, table_cell,
                               terms)
@@ -404,3 +404,27 @@ def test_a_citation_between_two_names_keeps_them_apart():
     cell = table_cell("In the CC-SAM paper's open long-tailed table, what F-measure does OLTR achieve on ImageNet-LT?",
                       table)
     assert (cell.label, cell.value) == ("OpenMax [3]OLTR [32]", "0.474")
+
+
+def test_a_charts_data_answers_as_a_table(tables):
+    # the MinerU docx demo's Chart 1 lands as a chart chunk of " | " rows: its cell is the answer, and a
+    # decimal value ("2.8") states neither the "2" of "图表 2" nor the "8" of "Category 8"
+    chunk = Chunk(content="Chart 1: This is an easy line chart\n | Series 7 | Series 5 | Series 6\n"
+                          "Category 5 | 4.3 | 2.4 | 2\nCategory 6 | 2.5 | 4.4 | 2\nCategory 7 | 3.5 | 1.8 | 3\n"
+                          "Category 8 | 4.5 | 2.8 | 5", chunk_type=CHART, source="demo.docx", chunk_id="demo.docx_67")
+    ctx = build_context([Candidate(chunk.chunk_id, 0.9, chunk=chunk)], Settings())
+    ans = extractive_answer("示例文档里的“图表 2”中，Category 8 对应的 Series 5 数值是多少？", ctx, Settings())
+    assert ans.text == "Category 8 — Series 5: 2.8[ref:demo.docx_67]"
+
+
+def test_a_question_asking_for_the_nth_item_takes_that_item():
+    # the union rules' article: its conditions are numbered items of one sentence's list
+    chunk = Chunk(content="第十四条 工会经费审查委员会委员名额一般为3—7人，设主任委员1人，候选人应符合以下条件: "
+                          "(一) 熟悉工会财务和审计业务。(二) 熟悉国家财政政策及相关规定。(三) 坚持原则，作风正派。",
+                  chunk_type=TEXT, source="rules.pdf", chunk_id="rules.pdf_0")
+    ctx = build_context([Candidate(chunk.chunk_id, 0.9, chunk=chunk)], Settings())
+    assert "熟悉国家财政政策" in extractive_answer("工会经费审查委员会委员候选人应符合的第二个条件是什么？", ctx, Settings()).text
+    assert "坚持原则" in extractive_answer("What is the third condition candidates for the union funds audit "
+                                       "committee (工会经费审查委员会) must meet?", ctx, Settings()).text
+    # "第十四条" names an article, not an item
+    assert asked_ordinal("第十四条规定的候选人条件是什么？") is None and asked_ordinal("第3项是什么？") == 3
