@@ -79,6 +79,7 @@ MAX_SENTENCE_CHARS = 400
 MIN_SENTENCE_CHARS = 6  # shorter "sentences" are headings and labels
 # a table-of-contents entry: a dot leader, solid or spaced ("1.4.4 最大脉冲…..... 10", "2.1.6 Change … . . . . 10")
 _TOC_LINE = re.compile(r"[.．·…]{4,}\s*[0-9]*\s*$|(?:[.．·…] ){4,}")
+GLOSS_WEIGHT = 0.5  # a term an English question holds only in CC-CEDICT's Chinese for its words (tasks.qa.gloss)
 FOCUS_WEIGHT = 2.0  # a question term naming what is asked (tasks.qa.extract.focus) weighs this much more
 LABEL_BONUS = 0.2  # a sentence giving what is asked about as "label: value"
 GLOSSARY_MAX_CHARS = 40  # a glossary line's meaning ("SSCs 构筑物、系统和设备"): a phrase, no sentence
@@ -414,13 +415,15 @@ def words(text: str) -> frozenset[str]:
     return frozenset(tokenize(text))
 
 
-def _shares(query: set[str] | frozenset[str], found: Sequence[frozenset[str]], focused: frozenset[str]):
+def _shares(query: set[str] | frozenset[str], found: Sequence[frozenset[str]], focused: frozenset[str],
+            translated: frozenset[str] = frozenset()):
     """A function giving the share of `query`'s terms a unit holds, each term weighted by how rare
-    it is among the units (a term every unit shares, the product name, decides nothing), and
-    doubled when it names what is asked (`focused`)."""
+    it is among the units (a term every unit shares, the product name, decides nothing), doubled
+    when it names what is asked (`focused`), and GLOSS_WEIGHT of that when it is only a dictionary's
+    translation of the question's words (`translated`): a guess, weaker than the words themselves."""
     df = Counter(t for f in found for t in f & query)
     weight = {t: math.log(1.0 + (len(found) + 1) / (1 + df[t])) * (FOCUS_WEIGHT if t in focused else 1.0)
-              for t in query}
+              * (GLOSS_WEIGHT if t in translated else 1.0) for t in query}
     total = sum(weight.values()) or 1.0
     return lambda shared: sum(weight[t] for t in shared) / total
 
@@ -500,9 +503,9 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     # bigrams match across word boundaries ("自然人下落" → "人下"), so a unit is also scored on the
     # question's words ("死亡" decides between the articles on 失踪 and on 死亡, where bigrams tie), those
     # naming what is asked counting double ("存货周转天数" of "…的存货周转天数是多少天")
-    bigram_share = _shares(q, [u.terms for u in units], frozenset())
+    bigram_share = _shares(q, [u.terms for u in units], frozenset(), gloss_only)
     about = focus(question)
-    word_share = _shares(qw, [u.words for u in units], words(about))
+    word_share = _shares(qw, [u.words for u in units], words(about), gloss_words)
     # "主管会计工作负责人:周亚琳": a unit stating the asked-about thing as a label with its value; a
     # glossary line, it and a short phrase ("NNSA 国家核安全局", not the sentence "JAXR API是在JCP下开发的，…")
     labelled = re.compile(rf"{re.escape(about)}\s*[:：]\s*\S|^\s*{re.escape(about)}\s+[^，。,;；:：]{{1,{GLOSSARY_MAX_CHARS}}}$") \

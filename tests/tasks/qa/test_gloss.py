@@ -50,3 +50,36 @@ def test_the_offline_answer_quotes_the_chinese_sentence_an_english_question_asks
     # Code") match, which every unit holds: the articles tie and the first is quoted first
     blind = extractive_answer(SUBLET, context, Settings().replace(gloss_enabled=False))
     assert blind.citations[0] == "prc_civil_code.pdf_1"
+
+
+ESSAY = [  # the first chunks of the docs corpus's word-processor essay (multi_page.pdf, its MinerU Markdown)
+    "The Evolution of the Word Processor\nThe concept of the word processor predates modern computers and has "
+    "evolved through several technological milestones.",
+    "Pre-Digital Era (19th - Early 20th Century)\nThe origins of word processing can be traced back to the invention "
+    "of the typewriter in the mid-19th century. Patented in 1868 by Christopher Latham Sholes, the typewriter "
+    "revolutionized written communication by enabling people to produce legible, professional documents more "
+    "efficiently than handwriting.",
+    "During this period, the term \"word processing\" didn't exist, but the typewriter laid the groundwork for future "
+    "developments. Over time, advancements such as carbon paper (for copies) and the electric typewriter (introduced "
+    "by IBM in 1935) improved the speed and convenience of document creation.",
+]
+# a thesis template's copyright statement: it holds dictionary translations of "copies" (副本, 复制) only
+STATEMENT = ("本人完全了解并同意遵守中国科学院大学有关保存和使用学位论文的规定，即中国科学院大学有权保留送交学位论文的副本，允许该"
+             "论文被查阅，可以按照学术研究公开原则和保护知识产权的原则公布该论文的全部或部分内容，可以采用影印、缩印或其他复制"
+             "手段保存、汇编本学位论文。")
+
+
+def test_a_translation_weighs_less_than_the_questions_own_words(monkeypatch):
+    import tasks.qa.answer
+
+    chunks = [Chunk(content=text, chunk_type=TEXT, source="multi_page.md", chunk_id=f"multi_page.md_{i}")
+              for i, text in enumerate(ESSAY)]
+    chunks.append(Chunk(content=STATEMENT, chunk_type=TEXT, source="thesis_guide.pdf", chunk_id="thesis_guide.pdf_3"))
+    scores = [0.6, 0.7, 0.9, 0.5]  # as retrieval ranked them: the carbon paper sentence first
+    context = build_context([Candidate(c.chunk_id, s, chunk=c) for c, s in zip(chunks, scores)], Settings())
+    question = ("According to the essay on the evolution of the word processor, which pre-digital advancement made it "
+                "possible to produce copies of typed documents?")
+    assert "carbon paper" in extractive_answer(question, context, Settings()).text
+    # were a translation as good as the words themselves, the statement's many glosses would win
+    monkeypatch.setattr(tasks.qa.answer, "GLOSS_WEIGHT", 1.0)
+    assert extractive_answer(question, context, Settings()).citations == ["thesis_guide.pdf_3"]
