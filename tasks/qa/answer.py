@@ -514,7 +514,9 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     scored = []
     for i, (found, found_words, bonus, credit, order, pos, unit, chunk_id, sentence, translated) in enumerate(units):
         shared = found & q
-        if len(shared) / len(q if translated else q_plain) < a.extractive_min_overlap:
+        # the share of the question's own terms: a Chinese unit holds translations in their stead (how many
+        # of a word's glosses the context uses, and so how large q is, says nothing of the unit)
+        if len(shared) / len(q_plain) < a.extractive_min_overlap:
             continue
         hit = (bigram_share(shared) + word_share(found_words & qw)) / 2 if qw else bigram_share(shared)
         if labelled is not None and sentence and labelled.search(unit):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -11,6 +12,7 @@ import scipy.sparse as sp
 from schemas.chunk import Chunk
 from schemas.qa import RERANK
 from schemas.settings import Settings
+from tasks.index.views import document_name
 from tasks.qa.types import Candidate
 
 _ENUM_QUERY = re.compile(r"有哪些|有哪几|哪几[个种类项条]|包括哪|包含哪|列举|列出|分别是|分别有|都有什么|有几[个种类项条]|几个方面|"
@@ -46,6 +48,32 @@ def filter_candidates(cands: Sequence[Candidate], *, inactive: set[str] | frozen
            and (not wanted or c.chunk.source in wanted) and (not section or in_section(c.chunk.section_path, section))]
     within = chapter_scope(out, chapters)
     return [c for c in out if within(c)] if within is not None else out
+
+
+CATALOGUE_MIN_NAMES = 3  # other documents' file names a chunk must hold to be a catalogue of the corpus
+CATALOGUE_WEIGHT = 0.5  # a catalogue's fused score is multiplied by this for a question about content
+# the question asks about the corpus's files themselves (their sources, licences, sizes): a catalogue answers it
+_ASKS_FILES = re.compile(r"文件|来源|出处|许可|版权|仓库|字节|\bfiles?\b|\bsources?\b|licen[cs]e|\brepo|\bbytes\b|"
+                         r"\bcommit\b|\bpath\b|copyright", re.IGNORECASE)
+
+
+def catalogues_last(question: str, cands: Sequence[Candidate]) -> list[Candidate]:
+    """The candidates with a catalogue of the corpus (a chunk holding the file names of
+    CATALOGUE_MIN_NAMES or more other candidates' documents: a SOURCES.md, a manifest, an index
+    page) scored CATALOGUE_WEIGHT as much, best first again, unless the question asks about the
+    files themselves. A catalogue names every document, so it matches every question naming one
+    ("In the numbered-headers unit test document, …") and tells nothing of their content."""
+    if _ASKS_FILES.search(question):
+        return list(cands)
+    names = {c.source: document_name(c.source).lower() for c in cands if c.chunk is not None}
+    out, demoted = [], False
+    for c in cands:
+        content = c.chunk.content.lower() if c.chunk is not None else ""
+        named = sum(1 for source, name in names.items() if source != c.source and len(name) >= 4 and name in content)
+        if named >= CATALOGUE_MIN_NAMES:
+            c, demoted = replace(c, score=c.score * CATALOGUE_WEIGHT), True
+        out.append(c)
+    return sorted(out, key=lambda c: -c.score) if demoted else out
 
 
 COVER_CHARS = 120  # how much of a document's first chunk is its cover's title

@@ -35,7 +35,8 @@ from schemas.chunk import Chunk
 from schemas.qa import RERANK, RRF
 from schemas.settings import Settings
 from tasks.index.views import chunk_id_of
-from tasks.qa.filters import (adaptive_top_k, chapter_markers, chapter_scope, filter_candidates, in_section,
+from tasks.qa.filters import (adaptive_top_k, catalogues_last, chapter_markers, chapter_scope, filter_candidates,
+                              in_section,
                               is_enum_query, mmr, term_id_sets)
 from tasks.qa.fusion import check_fusion_settings, figures_on_vector_scale, fuse
 from tasks.qa.gloss import gloss_terms
@@ -262,7 +263,7 @@ class Retriever:
             r.trace(ch.channel, [(cid, score, f"variant {ch.variant}" if ch.variant else "") for cid, score in ch.hits])
         cosines = [hits[0][1] for ch in chs if ch.channel == VECTOR and (hits := ch.hits)]
         r.top_cosine = max(cosines) if cosines else None
-        cands = self._fuse(chs, records)
+        cands = catalogues_last(r.question, self._fuse(chs, records))
         r.trace("rrf", cands)
         chapters = chapter_markers(r.question) if s.retrieval.section_filter_enabled else []
         cands = filter_candidates(cands, inactive=self.inactive, sources=sources, section=section, chapters=chapters)

@@ -9,7 +9,7 @@ import numpy as np
 from schemas.chunk import Chunk
 from schemas.qa import RERANK, RRF
 from schemas.settings import Settings
-from tasks.qa.filters import (adaptive_top_k, chapter_markers, filter_candidates, in_section, is_enum_query,
+from tasks.qa.filters import (adaptive_top_k, catalogues_last, chapter_markers, filter_candidates, in_section, is_enum_query,
                               jaccard_rows, mmr, mmr_order, term_id_sets)
 from tasks.qa.types import Candidate
 
@@ -111,3 +111,24 @@ def test_adaptive_top_k_works_on_both_scales():
     assert adaptive_top_k([0.2] * 10 + [0.04] * 30, RERANK, s) == 10
     assert adaptive_top_k([0.98] * 40, RRF, s.replace(adaptive_topk_enabled=False)) == 15
     assert adaptive_top_k([], RRF, s) == 0
+
+
+def test_a_catalogue_of_the_corpus_goes_below_the_documents_it_names():
+    # the docs corpus's SOURCES.md lists every file: a question naming a document matches it best
+    catalogue = Chunk(chunk_id="SOURCES.md_2", source="../SOURCES.md", chunk_type="table",
+                      content="local file | repo | licence\nen/unit_test_headers_numbered.docx | docling | MIT\n"
+                              "zh_pdf/prc_civil_code.pdf | zufang | none stated\nen/multi_page.pdf | docling | MIT")
+    docs = [Chunk(chunk_id=f"{name}_{i}", source=f"en/{name}", content=text, chunk_type="text") for i, (name, text) in enumerate(
+        [("unit_test_headers_numbered.docx", "1. Hardware Constraints – Egde Case\n2. Software Constraints"),
+         ("prc_civil_code.pdf", "第七百一十八条 出租人知道或者应当知道承租人转租…"),
+         ("multi_page.pdf", "The Evolution of the Word Processor")])]
+    cands = [Candidate(catalogue.chunk_id, 0.9, chunk=catalogue)] + [
+        Candidate(c.chunk_id, score, chunk=c) for c, score in zip(docs, (0.6, 0.5, 0.4))]
+    question = "In the numbered-headers unit test document, which constraint is listed first?"
+    ranked = catalogues_last(question, cands)
+    assert [(c.chunk_id, c.score) for c in ranked] == [("unit_test_headers_numbered.docx_0", 0.6),
+                                                       ("prc_civil_code.pdf_1", 0.5), ("SOURCES.md_2", 0.45),
+                                                       ("multi_page.pdf_2", 0.4)]
+    # a question about the files themselves keeps it first; a chunk naming two documents is no catalogue
+    assert catalogues_last("Which licence does the unit test document have?", cands)[0].chunk_id == "SOURCES.md_2"
+    assert catalogues_last(question, cands[:3])[0].chunk_id == "SOURCES.md_2"
