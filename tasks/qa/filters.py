@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from functools import lru_cache
 
 import numpy as np
 import scipy.sparse as sp
@@ -57,18 +58,33 @@ _ASKS_FILES = re.compile(r"文件|来源|出处|许可|版权|仓库|字节|\bfi
                          r"\bcommit\b|\bpath\b|copyright", re.IGNORECASE)
 
 
+_FILE_NAME = re.compile(r"\.(?:pdf|docx?|md|html?|txt|xlsx?|pptx?|csv|json)\b", re.IGNORECASE)
+
+
+@lru_cache(maxsize=65536)  # a batch meets the same chunks again and again
+def _file_names(content: str) -> int:
+    """How many file names ("….pdf", "….docx") a chunk's text holds: a catalogue holds several."""
+    return len(_FILE_NAME.findall(content))
+
+
+@lru_cache(maxsize=65536)
+def _name(source: str) -> str:
+    return document_name(source).lower()
+
+
 def catalogues_last(question: str, cands: Sequence[Candidate]) -> list[Candidate]:
     """The candidates with a catalogue of the corpus (a chunk holding the file names of
     CATALOGUE_MIN_NAMES or more other candidates' documents: a SOURCES.md, a manifest, an index
     page) scored CATALOGUE_WEIGHT as much, best first again, unless the question asks about the
     files themselves. A catalogue names every document, so it matches every question naming one
     ("In the numbered-headers unit test document, …") and tells nothing of their content."""
-    if _ASKS_FILES.search(question):
+    listing = {c.chunk_id for c in cands if c.chunk is not None and _file_names(c.chunk.content) >= CATALOGUE_MIN_NAMES}
+    if not listing or _ASKS_FILES.search(question):
         return list(cands)
-    names = {c.source: document_name(c.source).lower() for c in cands if c.chunk is not None}
+    names = {c.source: _name(c.source) for c in cands if c.chunk is not None}
     out, demoted = [], False
     for c in cands:
-        content = c.chunk.content.lower() if c.chunk is not None else ""
+        content = c.chunk.content.lower() if c.chunk_id in listing else ""
         named = sum(1 for source, name in names.items() if source != c.source and len(name) >= 4 and name in content)
         if named >= CATALOGUE_MIN_NAMES:
             c, demoted = replace(c, score=c.score * CATALOGUE_WEIGHT), True
