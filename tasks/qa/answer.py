@@ -446,7 +446,10 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     heading and a table-of-contents line are not answers: they are discounted / skipped. The words
     naming the document the question asks about (`_subject_terms`) are held by each of its units.
     When the question asks a number or a date the quoted units lack, the best unit holding one is
-    added (if it scores ≥ SECOND_UNIT_RATIO of the best)."""
+    added (if it scores ≥ SECOND_UNIT_RATIO of the best). An English question reads a Chinese chunk
+    by the Chinese its words translate to (`_glossed`, at GLOSS_WEIGHT); a question asking a list's
+    n-th item gives that item ORDINAL_BONUS; words naming another source of the context are no
+    evidence (`_naming_terms`)."""
     glossed = _glossed(question, context) if settings.retrieval.gloss_enabled and context.chunks else question
     q_plain = terms(question)
     q = terms(glossed)  # a Chinese chunk's units are matched by the question's words and their Chinese too

@@ -23,7 +23,9 @@ clause of a sentence that carries the answer.
   first row of values is data (its header stayed on the page before). A row group that opens with a
   header row of its own ("45℃≤T≤50℃ | | 电流，A Current, A | SOC") takes its columns' names from it;
   a number the question states ("充到90% SOC那一段") is the condition of the row holding it: that row
-  is the one asked, its other cell the answer (numbers naming the document, "196Ah", state none). A
+  is the one asked, its other cell the answer (numbers naming the document, "196Ah", state none; a
+  decimal, "2.8", states no "2" or "8"); a label cell the question writes out ("with a ResNeXt-50
+  backbone") is said, not asked, and the label's shared terms break ties among a row group's rows. A
   header row of colspans landed before spans were resolved (" | ImageNet-LT | Places-LT") is spread
   over the columns under it. A form with no
   header row ("姓名 | MinerU | 曾用名 | …") answers with the value beside the named field, or with a

