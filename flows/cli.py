@@ -14,7 +14,8 @@ from typing import Sequence
 
 from flows.terminal import console, print_json, print_rows, progress_display
 from flows.warm_server import FORWARDED
-from schemas.errors import IndexIncompleteError, NothingLandedError, QueryError, UserError, WarehouseError
+from schemas.errors import (IndexIncompleteError, IngestInterruptedError, NothingLandedError, QueryError, UserError,
+                           WarehouseError)
 from schemas.settings import load_settings
 
 EXIT_CODES = {
@@ -474,7 +475,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if code is not None:
             return code
     code = _run(args)
-    if argv is None and args.command in FORWARDED:  # a command line (not a caller that goes on)
+    # a command line (not a caller that goes on); an ingest stopped by SIGTERM too: native thread pools
+    # stopped mid-work can abort the interpreter's teardown ("terminate called…", exit −6, not 143)
+    if argv is None and (args.command in FORWARDED or code == IngestInterruptedError.exit_code):
         _exit_now(code)
     return code
 

@@ -24,4 +24,4 @@ if __name__ == "__main__":
     from flows import cli
 
     workers.prepare_file = slow_prepare  # what the flow process hands to its workers
-    sys.exit(cli.main(sys.argv[1:]))
+    sys.exit(cli.main())  # no argv: a command line's exit, as `kbflow ingest` takes
