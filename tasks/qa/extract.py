@@ -78,6 +78,7 @@ _CJK_NUMBER = re.compile(rf"(?<![第{_CJK_DIGITS}])((?:百分之)?[{_CJK_DIGITS}
 _NUMBER_CELL = re.compile(r"^[\s(（]*[-+−~≈<>≤≥±]?\s*[0-9][0-9,.\s]*(?:%|‰|[a-zA-Z]{0,3})?[)）]?\s*(?:[（(].*)?$")
 MAX_KEY_CELLS = 3  # word cells read as the row's label: a dataset, a method, a backbone
 SUBJECT_ROW_WEIGHT = 0.1  # a row named by the document's own name ("CC-SAM") only breaks ties
+WRITTEN_COLUMN_BONUS = 0.01  # a header the question writes out, over one sharing as many terms: a tie-break only
 GROUP_TIE_WEIGHT = 0.01  # per term a row's label shares with the question: a tie-break only
 FOCUS_ROW_BONUS = 0.5  # a row whose label the question writes out as what it asks about
 CONDITION_BONUS = 1.0  # a row holding a number the question states as its condition ("充到90% SOC")
@@ -353,11 +354,15 @@ def _opposite(header: str, question: str) -> bool:
                for a, b in zip(question, question[1:]) if a in "有无" and "\u3400" <= b)
 
 
-def _column_score(header: str, question_terms: set[str], question_numbers: set[str]) -> float:
+def _column_score(header: str, question_terms: set[str], question_numbers: set[str], asked: str = "") -> float:
     """How well the question names a column: its terms, +2 when every number of the header is in
     the question (a year, "2025/3/31" for "2025年3月31日"), -1 when both name years and they differ
-    (a header's other numbers, "20%SOC", are conditions, not a miss)."""
+    (a header's other numbers, "20%SOC", are conditions, not a miss), +WRITTEN_COLUMN_BONUS when the
+    question (`asked`, `_plain`) names it and writes it out ("Series 5" of "Category 7 对应的 Series 5",
+    not "Series 7")."""
     score = named(header, question_terms)
+    if score > 0 and len(_plain(header)) >= 2 and _plain(header) in asked:
+        score += WRITTEN_COLUMN_BONUS
     own = _numbers(header)
     if own and question_numbers:
         if own <= question_numbers:
@@ -381,12 +386,14 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
     subject = subject | scope_only_terms(question)
     periods = _period_terms(question)
     asked_terms = terms(focus(question)) or q | periods
-    conditions = _decimals(question) - subject  # numbers naming the document ("SVOLT 196Ah") state no row's condition
+    # a number the question states as a value (not one naming the document, "SVOLT 196Ah", a table or
+    # figure, "图表 2", or a row or column, "Category 7", "Series 5") is a row's condition
+    conditions = _decimals(question) - subject - _referenced(question) - _label_numbers(rows)
     for block_headers, data in _blocks(rows):
         # a block with a column saying the opposite of what is asked is the other table ("前10名无限售条件
         # 股东持股情况" for 有限售条件股份): none of its columns is named
         other_table = any(_opposite(h, question) for h in block_headers)
-        block_scores = [0.0 if other_table else _column_score(h, q | periods, q_numbers) for h in block_headers]
+        block_scores = [0.0 if other_table else _column_score(h, q | periods, q_numbers, asked) for h in block_headers]
         headers, col_scores, group_of = block_headers, block_scores, None
         for row, group in zip(data, _group_headers(data)):
             if group is row:
@@ -396,7 +403,7 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
                 headers = block_headers if group is None else \
                     [g or (block_headers[j] if j < len(block_headers) else "") for j, g in enumerate(group)]
                 col_scores = block_scores if group is None else \
-                    [0.0 if other_table else _column_score(h, q | periods, q_numbers) for h in headers]
+                    [0.0 if other_table else _column_score(h, q | periods, q_numbers, asked) for h in headers]
             # the label: the first cell, or the second after a "No." column ("1.1.1 | 电芯容量 | …"),
             # with the word cells after it that name the row too (a row group's "ImageNet-LT | CC-SAM
             # | ResNeXt-50 | 63.1"); a label the question writes out ("≥-10" in "温度≥-10℃时") counts one more
@@ -461,6 +468,27 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
         if best is None or (field is not None and field[1].note and field[0] > best[0]):
             best = field  # a field beside its label when no row is named; a field's note when named best
     return best[1] if best is not None else None
+
+
+_NAMED_NUMBER = re.compile(r"^\s*[^\W\d_][^\d]{0,20}?\s([0-9]+)\s*$")  # "Category 7", "系列 2"; not "-10℃≤T"
+# a table or figure a question refers to by number ("图表 2", "Table 3", "Figure 1")
+_REFERENCE = re.compile(r"(?:图表|图|表|table|figure|fig\.|chart)\s*([0-9]+)", re.IGNORECASE)
+
+
+def _referenced(question: str) -> set[str]:
+    return {m.group(1).lstrip("0") or "0" for m in _REFERENCE.finditer(question)}
+
+
+def _label_numbers(rows: list[tuple[list[str], bool]]) -> set[str]:
+    """The numbers ending a name that labels a row or heads a column ("Category 7", "Series 5", "类别 4"):
+    a value cell holding one states nothing the question asks by."""
+    out: set[str] = set()
+    for i, (row, _) in enumerate(rows):
+        for cell in row if i == 0 else row[:1]:
+            m = _NAMED_NUMBER.match(cell)
+            if m:
+                out.add(m.group(1).lstrip("0") or "0")
+    return out
 
 
 def _uncited(cell: str) -> str:

@@ -415,6 +415,12 @@ def test_a_charts_data_answers_as_a_table(tables):
     ctx = build_context([Candidate(chunk.chunk_id, 0.9, chunk=chunk)], Settings())
     ans = extractive_answer("示例文档里的“图表 2”中，Category 8 对应的 Series 5 数值是多少？", ctx, Settings())
     assert ans.text == "Category 8 — Series 5: 2.8[ref:demo.docx_67]"
+    # numbers naming a figure ("图表 2"), a row ("Category 7") or a column state no value; the header the
+    # question writes out ("Series 5") beats one sharing as many terms ("Series 7")
+    assert table_cell("示例文档里的“图表 2”中，Category 7 对应的 Series 5 数值是多少？", chunk.content).text \
+        == "Category 7 — Series 5: 1.8"
+    bars = " | 系列 1 | 系列 2 | 系列 3\n类别 1 | 4.3 | 2.4 | 2\n类别 2 | 2.5 | 4.4 | 2\n类别 3 | 3.5 | 1.8 | 3\n类别 4 | 4.5 | 2.8 | 5"
+    assert table_cell("In Chart 2 (an easy bar chart), what is the value of 系列 2 for 类别 4?", bars).value == "2.8"
 
 
 def test_a_question_asking_for_the_nth_item_takes_that_item():
