@@ -53,9 +53,10 @@ def filter_candidates(cands: Sequence[Candidate], *, inactive: set[str] | frozen
 
 CATALOGUE_MIN_NAMES = 3  # other documents' file names a chunk must hold to be a catalogue of the corpus
 CATALOGUE_WEIGHT = 0.5  # a catalogue's fused score is multiplied by this for a question about content
-# the question asks about the corpus's files themselves (their sources, licences, sizes): a catalogue answers it
-_ASKS_FILES = re.compile(r"文件|来源|出处|许可|版权|仓库|字节|\bfiles?\b|\bsources?\b|licen[cs]e|\brepo|\bbytes\b|"
-                         r"\bcommit\b|\bpath\b|copyright", re.IGNORECASE)
+# the question asks about the corpus's files themselves (their licences, sizes, origins): a catalogue answers
+# it ("file" alone does not: "file for divorce"; nor "文件": "这份文件" is the document asked about)
+_ASKS_FILES = re.compile(r"文件名|许可|版权|仓库|字节|路径|licen[cs]e|copyright|\brepo(?:sitory)?\b|\bbytes\b|"
+                         r"\bcommit\b|\bpath\b|file names?|which file", re.IGNORECASE)
 
 
 _FILE_NAME = re.compile(r"\.(?:pdf|docx?|md|html?|txt|xlsx?|pptx?|csv|json)\b", re.IGNORECASE)
@@ -76,9 +77,11 @@ def catalogues_last(question: str, cands: Sequence[Candidate]) -> list[Candidate
     """The candidates with a catalogue of the corpus (a chunk holding the file names of
     CATALOGUE_MIN_NAMES or more other candidates' documents: a SOURCES.md, a manifest, an index
     page) scored CATALOGUE_WEIGHT as much, best first again, unless the question asks about the
-    files themselves. A catalogue names every document, so it matches every question naming one
-    ("In the numbered-headers unit test document, …") and tells nothing of their content."""
-    listing = {c.chunk_id for c in cands if c.chunk is not None and _file_names(c.chunk.content) >= CATALOGUE_MIN_NAMES}
+    files themselves or names the catalogue ("According to the docs SOURCES.md table, …"). A
+    catalogue names every document, so it matches every question naming one ("In the
+    numbered-headers unit test document, …") and tells nothing of their content."""
+    listing = {c.chunk_id for c in cands if c.chunk is not None and _file_names(c.chunk.content) >= CATALOGUE_MIN_NAMES
+               and _name(c.source) not in question.lower()}
     if not listing or _ASKS_FILES.search(question):
         return list(cands)
     names = {c.source: _name(c.source) for c in cands if c.chunk is not None}

@@ -129,6 +129,10 @@ def test_a_catalogue_of_the_corpus_goes_below_the_documents_it_names():
     assert [(c.chunk_id, c.score) for c in ranked] == [("unit_test_headers_numbered.docx_0", 0.6),
                                                        ("prc_civil_code.pdf_1", 0.5), ("SOURCES.md_2", 0.45),
                                                        ("multi_page.pdf_2", 0.4)]
-    # a question about the files themselves keeps it first; a chunk naming two documents is no catalogue
+    # a question about the files themselves, or naming the catalogue, keeps it first; "file for divorce"
+    # and "report" ask about content; a chunk naming two documents is no catalogue
     assert catalogues_last("Which licence does the unit test document have?", cands)[0].chunk_id == "SOURCES.md_2"
+    assert catalogues_last("Per the SOURCES.md table, where is the essay from?", cands)[0].chunk_id == "SOURCES.md_2"
+    assert catalogues_last("In the Civil Code report, when may a man file for divorce?", cands)[0].chunk_id \
+        == "unit_test_headers_numbered.docx_0"
     assert catalogues_last(question, cands[:3])[0].chunk_id == "SOURCES.md_2"
