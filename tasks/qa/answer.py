@@ -374,14 +374,13 @@ def _document_terms(question_terms: set[str], context: Context) -> dict[str, set
 
 
 _ENGLISH_WORD = re.compile(r"[A-Za-z]{3,}")  # not "2024E", "Q1"
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 
 
 @lru_cache(maxsize=65536)  # a batch's English questions read the same chunks
 def _chinese(text: str) -> bool:
     """Chinese text, not English or bilingual (an English word for every 20 Chinese characters at most:
     a forecast table's "EPS" and "ROE" are in it, a bilingual datasheet's row names are not)."""
-    return len(_ENGLISH_WORD.findall(text)) * 20 <= len(_HAN.findall(text))
+    return len(_ENGLISH_WORD.findall(text)) * 20 <= len(_CJK_CHAR.findall(text))
 
 
 def _glossed(question: str, context: Context) -> str:

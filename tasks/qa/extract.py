@@ -476,7 +476,7 @@ _REFERENCE = re.compile(r"(?:图表|图|表|table|figure|fig\.|chart)\s*([0-9]+)
 
 
 def _referenced(question: str) -> set[str]:
-    return {m.group(1).lstrip("0") or "0" for m in _REFERENCE.finditer(question)}
+    return {n for m in _REFERENCE.finditer(question) for n in _decimals(m.group(1))}
 
 
 def _label_numbers(rows: list[tuple[list[str], bool]]) -> set[str]:
@@ -487,7 +487,7 @@ def _label_numbers(rows: list[tuple[list[str], bool]]) -> set[str]:
         for cell in row if i == 0 else row[:1]:
             m = _NAMED_NUMBER.match(cell)
             if m:
-                out.add(m.group(1).lstrip("0") or "0")
+                out |= _decimals(m.group(1))
     return out
 
 

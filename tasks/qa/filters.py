@@ -80,19 +80,22 @@ def catalogues_last(question: str, cands: Sequence[Candidate]) -> list[Candidate
     files themselves or names the catalogue ("According to the docs SOURCES.md table, …"). A
     catalogue names every document, so it matches every question naming one ("In the
     numbered-headers unit test document, …") and tells nothing of their content."""
-    listing = {c.chunk_id for c in cands if c.chunk is not None and _file_names(c.chunk.content) >= CATALOGUE_MIN_NAMES
-               and _name(c.source) not in question.lower()}
+    asked = question.lower()
+    listing = [c for c in cands if c.chunk is not None and _file_names(c.chunk.content) >= CATALOGUE_MIN_NAMES
+               and _name(c.source) not in asked]
     if not listing or _ASKS_FILES.search(question):
         return list(cands)
     names = {c.source: _name(c.source) for c in cands if c.chunk is not None}
-    out, demoted = [], False
-    for c in cands:
-        content = c.chunk.content.lower() if c.chunk_id in listing else ""
-        named = sum(1 for source, name in names.items() if source != c.source and len(name) >= 4 and name in content)
-        if named >= CATALOGUE_MIN_NAMES:
-            c, demoted = replace(c, score=c.score * CATALOGUE_WEIGHT), True
-        out.append(c)
-    return sorted(out, key=lambda c: -c.score) if demoted else out
+    catalogues = set()
+    for c in listing:
+        content = c.chunk.content.lower()
+        if sum(1 for source, name in names.items()
+               if source != c.source and len(name) >= 4 and name in content) >= CATALOGUE_MIN_NAMES:
+            catalogues.add(c.chunk_id)
+    if not catalogues:
+        return list(cands)
+    out = [replace(c, score=c.score * CATALOGUE_WEIGHT) if c.chunk_id in catalogues else c for c in cands]
+    return sorted(out, key=lambda c: -c.score)
 
 
 COVER_CHARS = 120  # how much of a document's first chunk is its cover's title
