@@ -36,8 +36,8 @@ from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, QAResult, Question
 from schemas.settings import Settings
 from tasks.index.views import document_name
 from tasks.qa.context import Context
-from tasks.qa.extract import (answers_what_is_asked, document_scope, focus, negated_terms, shortest_clause, table_cell,
-                              terms)
+from tasks.qa.extract import (answers_what_is_asked, document_scope, focus, form_lines, negated_terms, shortest_clause,
+                              table_cell, terms)
 from tasks.common.text import bigram_hit_rate, bigrams, clean_text, tokenize
 from tasks.qa.gloss import gloss_terms, translatable
 from tasks.qa.types import Retrieval, evidence_text
@@ -205,13 +205,17 @@ _STARTS_ITEM = re.compile(r"^\s*(?:第[零一二三四五六七八九十百千0-
 
 # a law's list of conditions: "…下列条件:（一）…；（二）…；（五）年满三十周岁。"
 _LIST_ITEM = re.compile(r"^\s*[（(][一二三四五六七八九十0-9]+[)）]")
+_NUMBERED_ITEM = re.compile(r"^\s*(?:[（(][一二三四五六七八九十0-9]+[)）]|[0-9]{1,2}[.．、](?![0-9]))")
 _OPENS_LIST = re.compile(r"^(.*[:：])\s*[（(][一二三四五六七八九十1]+[)）]")
 # the question asks for a list's n-th item ("第三个条件", "the second requirement"; not "第十五条", an article)
-_ASKED_ORDINAL = re.compile(r"第([一二三四五六七八九十]|[0-9]{1,2})(?:个|项|点|种|步|条件)"
-                            r"|\b(second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth)\b", re.IGNORECASE)
-_ITEM_NUMBER = re.compile(r"[（(]([一二三四五六七八九十]|[0-9]{1,2})[)）]")
+_ASKED_ORDINAL = re.compile(r"第([一二三四五六七八九十]|[0-9]{1,2})(?:个|项|点|种|步|条件)|(最后)一?(?:个|项|点|种|步|条)"
+                            r"|\b(second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last)\b", re.IGNORECASE)
+# an item's number: "（二）", or "2." / "2、" opening it or following its list's "…包括：" (not "2.1.6")
+_ITEM_NUMBER = re.compile(r"[（(]([一二三四五六七八九十]|[0-9]{1,2})[)）]|(?:^|[:：]\s*)([0-9]{1,2})[.．、](?![0-9])")
+LAST = -1  # the ordinal of "the last item", "最后一项"
 _ORDINALS = {w: i for i, w in enumerate("一二三四五六七八九十", 1)} | \
-    {w: i for i, w in enumerate("first second third fourth fifth sixth seventh eighth ninth tenth".split(), 1)}
+    {w: i for i, w in enumerate("first second third fourth fifth sixth seventh eighth ninth tenth".split(), 1)} | \
+    {"last": LAST, "最后": LAST}
 
 
 def _ordinal(text: str) -> int | None:
@@ -219,15 +223,15 @@ def _ordinal(text: str) -> int | None:
 
 
 def asked_ordinal(question: str) -> int | None:
-    """The number of the list item a question asks for, or None."""
+    """The number of the list item a question asks for (LAST for the last one), or None."""
     m = _ASKED_ORDINAL.search(question)
     return _ordinal(next(g for g in m.groups() if g)) if m else None
 
 
 def item_number(unit: str) -> int | None:
-    """The number of the list item a unit quotes ("…下列条件: (二) 熟悉…" → 2), or None."""
+    """The number of the list item a unit quotes ("…下列条件: (二) 熟悉…" → 2, "3. Network …" → 3), or None."""
     m = _ITEM_NUMBER.search(unit)
-    return _ordinal(m.group(1)) if m else None
+    return _ordinal(m.group(1) or m.group(2)) if m else None
 
 
 def unwrap_lines(text: str) -> str:
@@ -246,14 +250,34 @@ def unwrap_lines(text: str) -> str:
     return "\n".join(out)
 
 
+_BARE_NUMBER = re.compile(r"^[0-9]{1,2}[.．]$")  # "1." of "1. Hardware constraints", split off as a sentence
+
+
+# an entry of a reference list ("Chen, X., & Dubois, M. (2023). Mitigating …. Urban Hover-Transit
+# Studies, 15(1), 22-38."): its title, journal and pages are one statement, never split at their periods
+_REFERENCE_ENTRY = re.compile(r"^\s*(?:\[?[0-9]{1,3}[.\]]\s*)?[A-Z][^\n]{0,200}?\([0-9]{4}[a-z]?\)\.\s")
+
+
 def sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE_END.split(unwrap_lines(text)) if s and s.strip()]
+    parts = [s.strip() for line in unwrap_lines(text).split("\n")
+             for s in ([line] if _REFERENCE_ENTRY.match(line) and len(line) <= MAX_SENTENCE_CHARS
+                       else _SENTENCE_END.split(line)) if s and s.strip()]
+    out: list[str] = []
+    for part in parts:
+        out.append(f"{out.pop()} {part}" if out and _BARE_NUMBER.match(out[-1]) else part)
+    return out
 
 
-def evidence_units(chunk) -> list[str]:
+def evidence_units(chunk, numbered_items: bool = False) -> list[str]:
     """What an extractive answer may quote from a chunk: its sentences; for a table each data row
-    with the header row before it (a row's numbers mean nothing without the column names)."""
+    with the header row before it (a row's numbers mean nothing without the column names).
+    `numbered_items` (the question asks a list's n-th item): "2." items are quoted with their list's
+    opening line as "（二）" items always are; else the opening line's words would weigh less by being
+    in every item."""
     if chunk.chunk_type in GRIDS and " | " in chunk.content:
+        form = form_lines(chunk.content)
+        if form is not None:
+            return list(form)
         lines = [line.strip() for line in chunk.content.splitlines() if line.strip()]
         rows = [line for line in lines if " | " in line and not set(line) <= set("|-: ")]
         if len(rows) > 1:
@@ -267,7 +291,7 @@ def evidence_units(chunk) -> list[str]:
     for i, u in enumerate(units):
         if i and _PRONOUN_START.match(u):
             u = _join(units[i - 1], u)
-        item = bool(_LIST_ITEM.match(u))
+        item = bool((_NUMBERED_ITEM if numbered_items else _LIST_ITEM).match(u))
         if item and intro and i and not units[i - 1].endswith((":", "：")):
             u = _join(intro, u)
         if i + 1 < len(units) and u.endswith((":", "：")):
@@ -289,7 +313,7 @@ def _table_unit(question: str, chunk, subject: frozenset[str] = frozenset()) -> 
     section; "row — column: value"; its bonus: CELL_BONUS when the question named the column too,
     as much again when it wrote the row's label out), or None when the question names none of its
     row labels. `subject`: the question's terms that name the document."""
-    cell = table_cell(question, chunk.content, subject)
+    cell = table_cell(question, chunk.content, subject) if form_lines(chunk.content) is None else None
     if cell is None:
         return None
     where = " ".join((cell.label, cell.header, chunk.caption, chunk.section_path.rsplit(" > ", 1)[-1]))
@@ -427,6 +451,18 @@ def _shares(query: set[str] | frozenset[str], found: Sequence[frozenset[str]], f
     return lambda shared: sum(weight[t] for t in shared) / total
 
 
+def _is_item(units: Sequence[_Unit], i: int, ordinal: int) -> bool:
+    """Whether units[i] is its list's item numbered `ordinal`, or its last item (LAST: the next item
+    of its chunk is not numbered next)."""
+    number = item_number(units[i].text)
+    if number is None or ordinal != LAST:
+        return number is not None and number == ordinal
+    # the next item of its chunk; the first item is a unit twice, with its list's opening line and alone
+    after = next((item_number(u.text) for u in units[i + 1:] if u.chunk_id == units[i].chunk_id
+                  and item_number(u.text) != number), None)
+    return after != number + 1
+
+
 def extractive_answer(question: str, context: Context, settings: Settings) -> Answer | None:
     """The evidence units that hold most of the question's terms (`tasks.qa.extract.terms`: CJK
     bigrams, English words, numbers) and of its jieba words (the mean of both shares), each term
@@ -460,6 +496,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     naming = _naming_terms(question, q_plain, context)
     qw = words(glossed)
     gloss_only, gloss_words = q - q_plain, qw - words(question)
+    ordinal = asked_ordinal(question)
     units: list[_Unit] = []
     for order, c in enumerate(context.chunks):
         # the Chinese an English question translates to matches a Chinese chunk only: a bilingual
@@ -484,7 +521,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
             units.append(_Unit((terms(cell[0]) - foreign) | held, named_words - foreign_words, cell[2], credit, order, 0,
                                cell[1], c.chunk_id, False, chinese))
             continue
-        quoted, lead = evidence_units(c.chunk), ""
+        quoted, lead = evidence_units(c.chunk, ordinal is not None), ""
         for pos, unit in enumerate(quoted):
             # a part after "；" is said in the setting its sentence's first part gives ("第三季度收入…至38.9
             # 亿元；毛利率同比-1.1 百分点至42.8%；"): it holds those words too
@@ -512,7 +549,6 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     # glossary line, it and a short phrase ("NNSA 国家核安全局", not the sentence "JAXR API是在JCP下开发的，…")
     labelled = re.compile(rf"{re.escape(about)}\s*[:：]\s*\S|^\s*{re.escape(about)}\s+[^，。,;；:：]{{1,{GLOSSARY_MAX_CHARS}}}$") \
         if len(about) >= 2 else None
-    ordinal = asked_ordinal(question)
     scored = []
     for i, (found, found_words, bonus, credit, order, pos, unit, chunk_id, sentence, translated) in enumerate(units):
         shared = found & q
@@ -523,7 +559,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
         hit = (bigram_share(shared) + word_share(found_words & qw)) / 2 if qw else bigram_share(shared)
         if labelled is not None and sentence and labelled.search(unit):
             hit += LABEL_BONUS
-        if ordinal is not None and sentence and item_number(unit) == ordinal:
+        if ordinal is not None and sentence and _is_item(units, i, ordinal):
             hit += ORDINAL_BONUS
         hit = hit * 0.25 if bonus < 0 else hit + bonus  # a restated question holds every term: a quarter
         if a.extractive_clauses and sentence:

@@ -27,9 +27,9 @@ clause of a sentence that carries the answer.
   decimal, "2.8", states no "2" or "8"); a label cell the question writes out ("with a ResNeXt-50
   backbone") is said, not asked, and the label's shared terms break ties among a row group's rows. A
   header row of colspans landed before spans were resolved (" | ImageNet-LT | Places-LT") is spread
-  over the columns under it. A form with no
-  header row ("姓名 | MinerU | 曾用名 | …") answers with the value beside the named field, or with a
-  blank field's note ("一寸照片（不超过50MB）") (`form_field`).
+  over the columns under it. A blank form ("姓名 | MinerU | 曾用名 |  | …": a third of its cells
+  empty, few digits) has no cells to answer with: `form_lines` gives its rows, each after its
+  section's title, for the answer to quote ("主申请人-获奖情况：奖项名称 | 荣誉等级 | 获得日期").
 - `focus`: the words a Chinese question asks about (before "是多少", "是谁", …); `cjk_numbers`:
   numbers in Chinese numerals, which answer "几年" / "多少周岁" as digits do.
 - `shortest_clause`: the sentence's clauses (split at ，；: and the like); the one holding most of the
@@ -155,7 +155,6 @@ class Cell:
     row_score: float
     column_score: float
     written: bool = False  # the question writes the row's label out ("支付的各项税费")
-    note: bool = False  # a blank form's field note ("一寸照片（不超过50MB）"): the value is the note
 
     @property
     def text(self) -> str:
@@ -173,6 +172,46 @@ def _rows(content: str) -> list[tuple[list[str], bool]]:
         elif line.strip():
             titled = True
     return out
+
+
+# a blank form ("姓名 |  | 性别 |  | …", "工作单位 （严格按照社保记录上的公司名称填写）"): labels and their
+# instructions beside empty cells, not values; a third of its cells or more are empty, few hold a
+# digit, and its labels are mostly distinct (an authority matrix's "X" cells repeat)
+FORM_EMPTY_SHARE = 0.3
+FORM_DIGIT_SHARE = 0.15
+FORM_DISTINCT_SHARE = 0.7
+
+
+@lru_cache(maxsize=4096)  # asked per question of each table in its context
+def form_lines(content: str) -> tuple[str, ...] | None:
+    """A blank form's rows, each as its filled cells ("a | b") after the title of its section
+    ("主申请人-获奖情况：奖项名称 | 荣誉等级 | 获得日期"), or None when the table is no form: a form
+    answers by its labels and their instructions, which no cell does."""
+    rows = [cells for cells, _ in _rows(content)]
+    cells = [c for row in rows for c in row]
+    filled = [c for c in cells if c]
+    if len(rows) < 3 or not filled:
+        return None
+    form = (len(cells) - len(filled) >= FORM_EMPTY_SHARE * len(cells)
+            and sum(bool(_HAS_DIGIT.search(c)) for c in filled) <= FORM_DIGIT_SHARE * len(filled)
+            and len(set(filled)) >= FORM_DISTINCT_SHARE * len(filled))
+    if not form:
+        return None
+    out: list[str] = []
+    section, quoted = "", True
+    for line in content.splitlines():
+        if " | " not in line:
+            if not quoted:  # a section no row follows ("…科研成果（500字内概括）") is a line of its own
+                out.append(section)
+            section, quoted = line.strip(), not line.strip()
+            continue
+        row = " | ".join(c.strip() for c in line.split(" | ") if c.strip())
+        if row:
+            out.append(f"{section}：{row}" if section else row)
+            quoted = True
+    if not quoted:
+        out.append(section)
+    return tuple(out)
 
 
 def _is_value(cell: str) -> bool:
@@ -380,7 +419,6 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
     wants_words = answers_what_is_asked(question) is None  # "原因是什么", not "多少" / "哪一年"
     best: tuple[float, Cell] | None = None
     rows = _rows(content)
-    grid = [row for row, _ in rows]
     asked, asked_about = _plain(question), _plain(focus(question))
     ratio = bool(_ASKS_RATIO.search(question))  # "持股比例", "毛利率": a percentage answers
     subject = subject | scope_only_terms(question)
@@ -461,12 +499,6 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
             total = row_score + 0.8 * max(score, 0.0)
             if best is None or total > best[0]:
                 best = (total, cell)
-    # a form's rows differ in width ("姓名 | MinerU | 曾用名 | …" over "身份证号 |  | 籍贯 | ") or have
-    # blank fields; a table's do not, and its header cells are no values ("Food | Calories per portion")
-    if len({len(r) for r in grid}) > 1 or any(not c for r in grid for c in r[1:]):
-        field = form_field(q, content)
-        if best is None or (field is not None and field[1].note and field[0] > best[0]):
-            best = field  # a field beside its label when no row is named; a field's note when named best
     return best[1] if best is not None else None
 
 
@@ -499,58 +531,6 @@ def _uncited(cell: str) -> str:
 @lru_cache(maxsize=65536)  # a batch reads the same tables' labels for many questions
 def _plain(text: str) -> str:
     return re.sub(r"\s+", "", unicodedata.normalize("NFKC", text or "").lower())
-
-
-FORM_LABEL_MAX_CHARS = 12
-
-
-def form_field(question_terms: set[str], content: str) -> tuple[float, Cell] | None:
-    """A form's field ("姓名 | MinerU | 曾用名 |  | 性别 | …": labels and values side by side, no header
-    row): the value right of the short label the question names best (the first on a tie), under
-    the form section's title line when there is one ("主申请人-基本情况 — 姓名: MinerU"). A blank
-    form's answer is often its field's own note: "一寸照片（不超过50MB）", "主要工作内容 （10字以内）",
-    a section title "…及专业特长（500字内概括）" — the field or title the question names best, when the
-    question names it better than any label with a value."""
-    best: tuple[float, Cell] | None = None
-    title = ""
-    for line in (content or "").splitlines():
-        if " | " not in line:
-            # a section's title, without its note ("主申请人-工作经历（从初次参加工作顺序填写…）")
-            name = re.sub(r"\s*[（(][^（）()]*[)）]\s*$", "", line.strip())
-            title = name if len(name) <= 2 * FORM_LABEL_MAX_CHARS else ""
-            best = _better(best, _field_note(question_terms, line.strip(), ""))
-            continue
-        row = [c.strip() for c in line.split(" | ")]
-        title_score = named(title, question_terms)
-        for j, label in enumerate(row):
-            best = _better(best, _field_note(question_terms, label, title, title_score))
-            value = row[j + 1] if j + 1 < len(row) else ""
-            if not value or len(label) > FORM_LABEL_MAX_CHARS:
-                continue
-            score = named(label, question_terms)
-            if score > 0:
-                best = _better(best, (score + 0.5 * title_score, Cell(title, label, value, title_score, score)
-                                      if title else Cell(label, "", value, score, 0.0)))
-    return best
-
-
-# a field's note: a bracketed limit at its end ("（不超过50MB）", "(10字以内)")
-_FIELD_NOTE = re.compile(r"^(.*\S)\s*[（(]([^（）()]*(?:[0-9]|以内|以下|不超过|不少于|至少|最多)[^（）()]*)[)）]\s*$")
-
-
-def _field_note(question_terms: set[str], text: str, title: str, title_score: float = 0.0,
-                ) -> tuple[float, Cell] | None:
-    m = _FIELD_NOTE.match(text)
-    score = named(m.group(1), question_terms) if m else 0.0
-    if score <= 0:
-        return None
-    cell = Cell(title, m.group(1), m.group(2), title_score, score, note=True) if title \
-        else Cell(m.group(1), "", m.group(2), score, 0.0, note=True)
-    return score + 0.5 * title_score, cell
-
-
-def _better(best: tuple[float, Cell] | None, other: tuple[float, Cell] | None) -> tuple[float, Cell] | None:
-    return other if other is not None and (best is None or other[0] > best[0]) else best
 
 
 # ------------------------------------------------------------------------------------------------
@@ -630,6 +610,12 @@ _SCOPE_CJK = re.compile(r"^\s*(.{2,40}?)(?:中|里|上)(?:，|,|的)|^\s*(?:根�
 _SCOPE_EN = re.compile(r"^\s*(?:in|from|according to)\s+(?:the\s+)?(.{2,60}?)(?:'s\b|’s\b|,)"
                        r"|\b(?:in|from|of) the (\S+(?: \S+)?)(?:'s|’s)? (?:paper|report|document|datasheet|standard|manual)\b",
                        re.IGNORECASE)
+# a quoted title beside the word for a document: "the draft NB/T standard 'Periodic safety review … —
+# Part 12: Design'", "the 'Summer activities' duck document" (not a quoted term: "the 'don't forget' list")
+_SCOPE_QUOTED = re.compile(r"\b(?:standard|paper|report|document|guide|manual|datasheet|article|book)\s+"
+                           r"['\"‘“]([^'\"’”]{6,}?)['\"’”](?!\w)"
+                           r"|['\"‘“]([^'\"’”]{6,}?)['\"’”]\s+(?:\w+\s+)?(?:standard|paper|report|document|guide|manual)\b",
+                           re.IGNORECASE)
 
 
 def document_scope(question: str) -> str:
@@ -641,6 +627,7 @@ def document_scope(question: str) -> str:
 
 def _scope_parts(question: str) -> list[str]:
     found = [m.group(1) for m in _SCOPE_TITLE.finditer(question or "")]
+    found += [next(g for g in m.groups() if g) for m in _SCOPE_QUOTED.finditer(question or "")]
     m = _SCOPE_CJK.match(question or "") or _SCOPE_EN.search(question or "")
     if m:
         found.append(next(g for g in m.groups() if g))

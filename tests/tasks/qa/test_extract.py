@@ -7,21 +7,26 @@ import pytest
 
 from schemas.chunk import CHART, TABLE, TEXT, Chunk
 from schemas.settings import Settings
-from tasks.qa.answer import asked_ordinal, extractive_answer
+from tasks.qa.answer import LAST, asked_ordinal, extractive_answer, item_number, sentences
 from tasks.qa.context import build_context
-from tasks.qa.extract import (answers_what_is_asked, cjk_numbers, focus, scope_only_terms, shortest_clause, table_cell,
-                              terms)
+from tasks.qa.extract import (answers_what_is_asked, cjk_numbers, document_scope, focus, form_lines, scope_only_terms,
+                              shortest_clause, table_cell, terms)
 from tasks.qa.types import Candidate
 from tests.test_golden import chunks_of
 
 
 @pytest.fixture(scope="module")
-def tables(tmp_path_factory):
+def documents(tmp_path_factory):
     from schemas.settings import load_settings
 
     settings = load_settings(tmp_path_factory.mktemp("extract_home"))
-    return {name: [c for c in chunks_of(name, settings) if c.chunk_type == TABLE]
+    return {name: chunks_of(name, settings)
             for name in ("svolt_mineru2.7.6", "byd_2025q1_quarterly_report", "cvpr_mineru3.4.4", "mineru_docx_demo")}
+
+
+@pytest.fixture(scope="module")
+def tables(documents):
+    return {name: [c for c in chunks if c.chunk_type == TABLE] for name, chunks in documents.items()}
 
 
 def table_with(chunks, text):
@@ -143,14 +148,6 @@ def test_a_header_of_colspans_over_a_sub_header_names_each_column(tables):
     assert table_cell("How many Few does CE get on Places-LT?", table.content).value == "0.4"
 
 
-def test_a_form_gives_the_value_beside_the_named_field(tables):
-    # the DOCX demo's application form: "姓名 | MinerU | 曾用名 |  | 性别 | …" under "主申请人-基本情况"
-    form = table_with(tables["mineru_docx_demo"], "曾用名")
-    cell = table_cell("MinerU示例文档的主申请人基本情况表里，姓名一栏填的是什么？", form.content)
-    assert cell.text == "主申请人-基本情况 — 姓名: MinerU"
-    assert table_cell("天气怎么样？", form.content) is None
-
-
 def test_numbers_in_chinese_numerals_answer_a_number_question():
     assert cjk_numbers("结婚年龄，男不得早于二十二周岁，女不得早于二十周岁。") == {"二十二", "二十"}
     assert cjk_numbers("不得超过主合同标的额的百分之二十") == {"百分之二十"}
@@ -269,19 +266,27 @@ def test_the_row_the_question_asks_about_beats_the_row_it_names_as_its_setting(t
     assert table_cell("合并利润表中财务费用的本期发生额是多少元？", statement.content).label == "财务费用"
 
 
-def test_a_blank_forms_field_note_answers_what_the_field_asks_for(tables):
+def test_a_blank_form_answers_with_its_row_under_its_sections_title(tables):
+    # the MinerU docx demo's application form: labels, their notes and a section title per group of rows,
+    # beside empty cells; no cell of it is a value under a header, so its rows are quoted whole
     form = table_with(tables["mineru_docx_demo"], "曾用名")
-    assert table_cell("主申请人基本情况表中，一寸照片有什么大小限制？", form.content).text == \
-        "主申请人-基本情况 — 一寸照片: 不超过50MB"
-    # the section title without its own note ("（从初次参加工作顺序填写…）") stands over the field
-    assert table_cell("申请表的工作经历中，“主要工作内容”要求控制在多少字以内？", form.content).text == \
-        "主申请人-工作经历 — 主要工作内容: 10字以内"
-    assert table_cell("主要科研成果（工作业绩）及专业特长一栏要在多少字内概括？", form.content).text == \
-        "主申请人-主要科研成果（工作业绩）及专业特长 — 500字内概括"
-    # a field with a value answers with its value; a section title's note is no field note
-    assert table_cell("主申请人基本情况表里，姓名一栏填的是什么？", form.content).value == "MinerU"
-    assert table_cell("户籍迁移及档案情况按照什么填写？", form.content) is None or \
-        table_cell("户籍迁移及档案情况按照什么填写？", form.content).value != "严格按照户口本首页信息填写"
+    assert table_cell("主申请人基本情况表里，姓名一栏填的是什么？", form.content) is None
+    lines = form_lines(form.content)
+    assert "主申请人-获奖情况：奖项名称 | 荣誉等级 | 获得日期" in lines
+    assert "主申请人-主要科研成果（工作业绩）及专业特长（500字内概括）" in lines  # a section no row follows
+    ctx = build_context([Candidate(form.chunk_id, 0.9, chunk=form)], Settings())
+
+    def answer(question: str) -> str:
+        return extractive_answer(question, ctx, Settings()).text
+
+    assert "荣誉等级" in answer("申请表中，“主申请人-获奖情况”一栏除奖项名称和获得日期外，还要求填写哪一项？")
+    assert "严格按照户口本首页信息填写" in answer("申请表中，“主申请人-户籍迁移及档案情况”要求严格按照什么信息填写？")
+    # the section's title tells the two "起止时间" apart: 工作经历's is 年月即可, 教育经历's 年月日
+    assert "起止时间 （年月日）" in answer("申请表里，主申请人教育经历一栏的“起止时间”要求填写到什么精度？")
+    assert "起止时间 （年月即可）" in answer("申请表中，主申请人工作经历的“起止时间”一栏要求填写到什么精度？")
+    assert "MinerU" in answer("主申请人基本情况表里，姓名一栏填的是什么？")
+    # a table is no form: the BYD balance sheet has no empty third, the SVOLT datasheet's tables are numbers
+    assert all(form_lines(t.content) is None for t in tables["byd_2025q1_quarterly_report"] + tables["svolt_mineru2.7.6"])
 
 
 def test_a_header_of_three_rows_repeated_after_a_page_break_is_no_data():
@@ -434,3 +439,40 @@ def test_a_question_asking_for_the_nth_item_takes_that_item():
                                        "committee (工会经费审查委员会) must meet?", ctx, Settings()).text
     # "第十四条" names an article, not an item
     assert asked_ordinal("第十四条规定的候选人条件是什么？") is None and asked_ordinal("第3项是什么？") == 3
+
+
+def test_numbered_lines_are_items_and_the_last_one_is_asked_too():
+    # the numbered-headers test document's list: "1." items, then sub-items numbered from 1 again
+    chunk = Chunk(content="Constraints we consider:\n1. Hardware Constraints\n2. Software Constraints\n"
+                          "3. Network Constraints\n4. Environmental Constraints\n5. Resource Constraints\n"
+                          "1. First sub-item at this level\n2. Second sub-item at this level",
+                  chunk_type=TEXT, source="headers.docx", chunk_id="headers.docx_8")
+    ctx = build_context([Candidate(chunk.chunk_id, 0.9, chunk=chunk)], Settings())
+    fourth = extractive_answer("In the list of constraints, which constraint is listed fourth?", ctx, Settings())
+    assert fourth.text.startswith("Constraints we consider: 4. Environmental Constraints")
+    last = extractive_answer("Which constraint is listed last in the list of constraints?", ctx, Settings())
+    assert "5. Resource Constraints" in last.text
+    assert asked_ordinal("最后一项评价要点是什么？") == asked_ordinal("what is the last item?") == LAST
+    # a section number is no item number
+    assert item_number("2.1.6 Change Function Usage") is None and item_number("要点包括： 7. 安全审评承诺项评价") == 7
+
+
+def test_a_reference_entry_is_one_unit(documents):
+    # the MinerU docx demo's reference list (APA): asked for a paper's journal, the answer quotes its whole
+    # entry, not the title sentence alone
+    (refs,) = [c for c in documents["mineru_docx_demo"] if "Hover-Transit" in c.content]
+    ctx = build_context([Candidate(refs.chunk_id, 0.9, chunk=refs)], Settings())
+    ans = extractive_answer("In the reference list, in which journal was Chen & Dubois (2023) on motion sickness "
+                            "in anti-gravity commuter networks published?", ctx, Settings())
+    assert "Urban Hover-Transit Studies" in ans.text
+    assert sentences("References. Two of them.\n1. Bennett, L. M. (2025). Copyright in dreams. Cybernetic Law "
+                     "Review, 41(3), 45-67.\n2. Chen, X. (2023). Motion. Transit, 15(1), 22-38.") == \
+        ["References.", "Two of them.", "1. Bennett, L. M. (2025). Copyright in dreams. Cybernetic Law Review, 41(3), 45-67.",
+         "2. Chen, X. (2023). Motion. Transit, 15(1), 22-38."]
+
+
+def test_a_quoted_title_beside_a_document_word_names_the_document():
+    assert document_scope("In the draft NB/T standard 'Periodic safety review for nuclear power plants — Part 12: "
+                          "Design', what is the seventh item?").startswith("Periodic safety review for nuclear")
+    # a quoted term is no title
+    assert document_scope("what is the third item in the 'don't forget' list?") == ""
