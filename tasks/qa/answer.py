@@ -36,8 +36,8 @@ from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, QAResult, Question
 from schemas.settings import Settings
 from tasks.index.views import document_name
 from tasks.qa.context import Context
-from tasks.qa.extract import (answers_what_is_asked, document_scope, focus, form_lines, negated_terms, shortest_clause,
-                              table_cell, terms)
+from tasks.qa.extract import (answers_what_is_asked, focus, form_lines, negated_terms, scope_only_terms, scope_parts,
+                              shortest_clause, table_cell, terms)
 from tasks.common.text import bigram_hit_rate, bigrams, clean_text, tokenize
 from tasks.qa.gloss import gloss_terms, translatable
 from tasks.qa.types import Retrieval, evidence_text
@@ -331,25 +331,28 @@ TITLE_MAX_CHARS = 40  # a first line this short is a heading; a longer one is a 
 
 def _subject_terms(question: str, context: Context) -> dict[str, frozenset[str]]:
     """Per source of the context, the terms of the words naming the document the question asks about
-    (`tasks.qa.extract.document_scope`) that name it: all of them when a heading of it (or a short
-    first line) holds TITLE_SHARE of them — it is the document named — else, with ≥ 2 prose chunks
+    (`tasks.qa.extract.scope_parts`) that name it: all of a way of naming it when a heading of it (or a
+    short first line) holds TITLE_SHARE of its terms — it is the document named — else, with ≥ 2 prose chunks
     in the context, those ≥ SUBJECT_SHARE of them hold."""
-    scope = terms(document_scope(question))
+    parts = [terms(part) for part in scope_parts(question)]
+    scope = frozenset().union(*parts)
     if not scope:
         return {}
     held: dict[str, list[frozenset[str]]] = {}
-    titled: set[str] = set()
+    titles: dict[str, frozenset[str]] = {}
     for c in context.chunks:
         if c.chunk.chunk_type == TEXT:  # prose: a reference list or a table names other things
             held.setdefault(c.source, []).append(terms(evidence_text(c.chunk)) & scope)
         if c.chunk.chunk_type in (TEXT, HEADING):
             first = c.chunk.content.split("\n", 1)[0]
-            head = " ".join((c.chunk.title, c.chunk.section_path, first if len(first) <= TITLE_MAX_CHARS else ""))
-            if len(terms(head) & scope) >= TITLE_SHARE * len(scope):
-                titled.add(c.source)
-    out = {source: scope for source in titled}
+            head = terms(" ".join((c.chunk.title, c.chunk.section_path, first if len(first) <= TITLE_MAX_CHARS else "")))
+            # each way the question names it may be its title ("《…第12部分：设计》" of "《…》征求意见稿前言中")
+            for named in (scope, *parts):
+                if named and len(head & named) >= TITLE_SHARE * len(named):
+                    titles[c.source] = titles.get(c.source, frozenset()) | named
+    out = dict(titles)
     for source, found in held.items():
-        if source not in titled and len(found) >= 2:
+        if source not in titles and len(found) >= 2:
             out[source] = frozenset(t for t in scope if sum(t in f for f in found) >= SUBJECT_SHARE * len(found))
     return out
 
@@ -430,6 +433,7 @@ class _Unit(NamedTuple):
     chunk_id: str
     sentence: bool  # a sentence (may be cut to its clause), not a table unit
     translated: bool = False  # matched by the Chinese an English question's words translate to too
+    cell: bool = False  # a table's cell, matched by its row and column (`table_cell`), not by its own words
 
 
 @lru_cache(maxsize=65536)  # a batch reads the same chunks' sentences for many questions
@@ -497,6 +501,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     qw = words(glossed)
     gloss_only, gloss_words = q - q_plain, qw - words(question)
     ordinal = asked_ordinal(question)
+    naming_only = scope_only_terms(question)
     units: list[_Unit] = []
     for order, c in enumerate(context.chunks):
         # the Chinese an English question translates to matches a Chinese chunk only: a bilingual
@@ -519,7 +524,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
             held = entity.get(c.source, set()) | subject
             named_words = words(cell[0]) | {w for w in qw if terms(w) and terms(w) <= held}
             units.append(_Unit((terms(cell[0]) - foreign) | held, named_words - foreign_words, cell[2], credit, order, 0,
-                               cell[1], c.chunk_id, False, chinese))
+                               cell[1], c.chunk_id, False, chinese, True))
             continue
         quoted, lead = evidence_units(c.chunk, ordinal is not None), ""
         for pos, unit in enumerate(quoted):
@@ -550,8 +555,10 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     labelled = re.compile(rf"{re.escape(about)}\s*[:：]\s*\S|^\s*{re.escape(about)}\s+[^，。,;；:：]{{1,{GLOSSARY_MAX_CHARS}}}$") \
         if len(about) >= 2 else None
     scored = []
-    for i, (found, found_words, bonus, credit, order, pos, unit, chunk_id, sentence, translated) in enumerate(units):
+    for i, (found, found_words, bonus, credit, order, pos, unit, chunk_id, sentence, translated, cell) in enumerate(units):
         shared = found & q
+        if shared <= naming_only and not cell:
+            continue  # it holds only the words naming the document: a cover, a title restated
         # the share of the question's own terms: a Chinese unit holds translations in their stead (how many
         # of a word's glosses the context uses, and so how large q is, says nothing of the unit)
         if len(shared) / len(q_plain) < a.extractive_min_overlap:

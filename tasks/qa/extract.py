@@ -622,10 +622,10 @@ def document_scope(question: str) -> str:
     """The words of a question that name the document it asks about ("《核电厂定期安全评价 第12部分：
     设计》由哪个单位归口", "比亚迪2025年一季报财务报表上的会计机构负责人是谁", "In the CC-SAM paper, what
     …"); "" when it names none that way."""
-    return " ".join(_scope_parts(question))
+    return " ".join(scope_parts(question))
 
 
-def _scope_parts(question: str) -> list[str]:
+def scope_parts(question: str) -> list[str]:
     found = [m.group(1) for m in _SCOPE_TITLE.finditer(question or "")]
     found += [next(g for g in m.groups() if g) for m in _SCOPE_QUOTED.finditer(question or "")]
     m = _SCOPE_CJK.match(question or "") or _SCOPE_EN.search(question or "")
@@ -638,7 +638,7 @@ def _scope_parts(question: str) -> list[str]:
 def scope_only_terms(question: str) -> frozenset[str]:
     """The terms a question uses only to name its document ("CC-SAM" of "In the CC-SAM paper's table,
     what does LDAM-DRW reach"): they name no row of a table."""
-    parts = _scope_parts(question)
+    parts = scope_parts(question)
     rest = question
     for part in parts:
         rest = rest.replace(part, " ")

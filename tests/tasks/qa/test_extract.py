@@ -476,3 +476,17 @@ def test_a_quoted_title_beside_a_document_word_names_the_document():
                           "Design', what is the seventh item?").startswith("Periodic safety review for nuclear")
     # a quoted term is no title
     assert document_scope("what is the third item in the 'don't forget' list?") == ""
+
+
+def test_a_unit_holding_only_the_words_naming_the_document_is_no_answer():
+    # the draft standard's cover restates the title the question names it by, and nothing else
+    cover = Chunk(content="NB/T XXXXX—XXXX核电厂定期安全评价第1部分：通用要求Preparation of periodic safety review for "
+                          "nuclear power plants— Part 1: General Requirements点击此处添加与国际标准一致性程度的标识",
+                  chunk_type=TABLE, source="part1.docx", chunk_id="part1.docx_2")
+    intro = Chunk(content="This part follows HAF 103-2020, the regulation on commissioning and operation.",
+                  chunk_type=TEXT, source="part1.docx", chunk_id="part1.docx_9")
+    ctx = build_context([Candidate(cover.chunk_id, 0.9, chunk=cover), Candidate(intro.chunk_id, 0.8, chunk=intro)],
+                        Settings())
+    ans = extractive_answer("In the draft NB/T standard 'Periodic safety review for nuclear power plants — Part 1: "
+                            "General Requirements', which HAF regulation is followed?", ctx, Settings())
+    assert ans.text.startswith("This part follows HAF 103-2020")
