@@ -82,6 +82,7 @@ WRITTEN_COLUMN_BONUS = 0.01  # a header the question writes out, over one sharin
 GROUP_TIE_WEIGHT = 0.01  # per term a row's label shares with the question: a tie-break only
 FOCUS_ROW_BONUS = 0.5  # a row whose label the question writes out as what it asks about
 CONDITION_BONUS = 1.0  # a row holding a number the question states as its condition ("充到90% SOC")
+LABEL_CONDITION_SHARE = 0.5  # of it, when the number is its label's too ("20%" in the row of "15℃≤T<20℃")
 PERCENT_BONUS = 0.5  # a cell in % when the question asks a ratio, as a column named by a term or two
 _ASKS_RATIO = re.compile(r"(?<![功频速])率|比例|占比|百分比|percent|\bratio\b|\brate\b", re.IGNORECASE)
 _CITATION = re.compile(r"\s*\[[0-9]+(?:\s*[,，–-]\s*[0-9]+)*\]")
@@ -300,8 +301,9 @@ def _states(cell: str, question_numbers: set[str]) -> bool:
 
 def _repeats_header(row: list[str], header_rows: list[list[str]]) -> bool:
     """Is `row` a header row again ("合金 | 主要成分 | 杂质，不大于 | GB/T3620.1—2016" after a page break),
-    by its first two cells, its first cell and words only, or all cells but an OCR-garbled first?"""
-    return len(row) > 1 and any((h[0] and row[0] == h[0] and (row[1] == h[1] or _word_row(row)))
+    by its first two cells, its first cell and words only, or all cells but an OCR-garbled first? A row
+    group's rows share their first cell and an empty second ("15℃≤T<20℃ |  | 1.20C | 20%"): no repeat."""
+    return len(row) > 1 and any((h[0] and row[0] == h[0] and ((row[1] and row[1] == h[1]) or _word_row(row)))
                                 or (len(h) > 2 and row[1:] == h[1:]) for h in header_rows if len(h) > 1)
 
 
@@ -363,6 +365,14 @@ def _numbers(text: str) -> set[str]:
 def _decimals(text: str) -> set[str]:
     """The numbers of `text`, a decimal one whole ("2.8"), without leading zeros ("05" → "5")."""
     return {_LEADING_ZEROS.sub("", n) for n in _DECIMAL.findall(unicodedata.normalize("NFKC", text or ""))}
+
+
+_SIGNED_DECIMAL = re.compile(r"(?<![0-9.])-?[0-9]+(?:\.[0-9]+)?")
+
+
+def _signed_decimals(text: str) -> set[str]:
+    """`_decimals` with their minus signs: "-10℃≤T<-5℃" holds -10 and -5, no 10."""
+    return {re.sub(r"^(-?)0+(?=[0-9])", r"\1", n) for n in _SIGNED_DECIMAL.findall(unicodedata.normalize("NFKC", text or ""))}
 
 
 def _years(numbers: set[str]) -> set[str]:
@@ -475,8 +485,11 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
             if written:
                 # the row of what is asked beats a row the question names as its setting ("财务费用项下的利息费用")
                 row_score += 1.0 + FOCUS_ROW_BONUS * (_plain(name) in asked_about)
+            # a number naming the row too ("20" of "15℃≤T<20℃", not the 10 of "-10℃≤T<-5℃") may be the
+            # question's way to name the row only: its step "20%" is a weaker sign of the condition asked
             if conditioned:
-                row_score += CONDITION_BONUS
+                beyond_label = any(_signed_decimals(row[j]) - _signed_decimals(name) for j in stated)
+                row_score += CONDITION_BONUS * (1.0 if beyond_label else LABEL_CONDITION_SHARE)
             scored = [((col_scores[j] if j < len(col_scores) else 0.0)
                        + (PERCENT_BONUS if ratio and "%" in row[j] else 0.0), -j) for j in values]
             # a question asking no number takes a named column of words over a named year's number

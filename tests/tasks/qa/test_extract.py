@@ -490,3 +490,16 @@ def test_a_unit_holding_only_the_words_naming_the_document_is_no_answer():
     ans = extractive_answer("In the draft NB/T standard 'Periodic safety review for nuclear power plants — Part 1: "
                             "General Requirements', which HAF regulation is followed?", ctx, Settings())
     assert ans.text.startswith("This part follows HAF 103-2020")
+
+
+def test_a_row_groups_rows_sharing_its_label_are_data_and_its_own_numbers_set_no_step(tables):
+    # the SVOLT step-charge table: each temperature's rows repeat its label with an empty second cell
+    # ("15°℃≤T<20℃ |  | 0.46C | 70%"): no header repeated after a page break
+    steps = table_with(tables["svolt_mineru2.7.6"], "15°℃≤T<20℃ |  | 0.46C | 70%")
+    to_70 = table_cell("For cell temperatures 15℃≤T<20℃, what charge current is used for the step that charges up "
+                       "to 70% SOC?", steps.content)
+    assert to_70.value == "0.46C"
+    # the "20" of "T<20℃" names the row, not the step "20%"; "-10℃" holds no 10 ("up to 10% SOC")
+    cold = table_with(tables["svolt_mineru2.7.6"], "-10C≤T<-5℃ | 0.20C | 10%")
+    assert table_cell("What charge current is used for the first step (up to 10% SOC) when the cell temperature is "
+                      "-10℃≤T<-5℃?", cold.content).value == "0.20C"
