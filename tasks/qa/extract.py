@@ -470,7 +470,11 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
                 values = [j for j in values if j not in said]
             # the terms the whole label shares with the question break ties among the rows its first
             # cell names alike (a row group's "ImageNet-LT": "… DisAlign [58] | ResNet-50" is DisAlign's)
-            row_score = max(named(name, q), named(label, q)) + GROUP_TIE_WEIGHT * len(terms(label) & q)
+            # a word cell of the label is named on its own too: "Name of the currently running routine", not
+            # the "Schema name of …" of the row before, when the question asks "which variable holds the name …"
+            words = [_uncited(c) for c in row[k + 1:key] if c]
+            row_score = max(named(name, q), named(label, q), *(named(c, q) for c in words)) \
+                + GROUP_TIE_WEIGHT * len(terms(label) & q)
             if not name or not values or row_score <= 0:
                 continue
             # a value the question states is the row's condition, not its answer ("充到90% SOC那一段的
@@ -490,7 +494,11 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
             if conditioned:
                 beyond_label = any(_signed_decimals(row[j]) - _signed_decimals(name) for j in stated)
                 row_score += CONDITION_BONUS * (1.0 if beyond_label else LABEL_CONDITION_SHARE)
-            scored = [((col_scores[j] if j < len(col_scores) else 0.0)
+            # a header the words writing the row's label out hold is not named by them ("Type" of "the
+            # description of ROUTINE_TYPE"; "Data type" of "the data type of USER_TYPE" is)
+            row_columns = col_scores if not written else \
+                [0.0 if terms(h) and terms(h) <= terms(name) else score for h, score in zip(headers, col_scores)]
+            scored = [((row_columns[j] if j < len(row_columns) else 0.0)
                        + (PERCENT_BONUS if ratio and "%" in row[j] else 0.0), -j) for j in values]
             # a question asking no number takes a named column of words over a named year's number
             # ("2025年1-3月管理费用增加的原因" → 变动原因, not 2025年1-3月)

@@ -503,3 +503,18 @@ def test_a_row_groups_rows_sharing_its_label_are_data_and_its_own_numbers_set_no
     cold = table_with(tables["svolt_mineru2.7.6"], "-10C≤T<-5℃ | 0.20C | 10%")
     assert table_cell("What charge current is used for the first step (up to 10% SOC) when the cell temperature is "
                       "-10℃≤T<-5℃?", cold.content).value == "0.20C"
+
+
+def test_a_description_cell_names_its_row_and_a_written_label_names_no_column():
+    # REDP-5110's table of built-in global variables
+    table = ("Global variable | Type | Description\n"
+             "PACKAGE_NAME | VARCHAR(128) | Name of the currently running package\n"
+             "ROUTINE_SCHEMA | VARCHAR(128) | Schema name of the currently running routine\n"
+             "ROUTINE_SPECIFIC_NAME | VARCHAR(128) | Name of the currently running routine\n"
+             "ROUTINE_TYPE | CHAR(1) | Type of the currently running routine")
+    held = table_cell("Which variable holds the name of the currently running routine?", table)
+    assert held.label.startswith("ROUTINE_SPECIFIC_NAME")
+    # "type" writes the label ROUTINE_TYPE out: it does not name the column "Type"
+    assert table_cell("What is the description of ROUTINE_TYPE?", table).text == \
+        "ROUTINE_TYPE — Description: Type of the currently running routine"
+    assert table_cell("What is the type of ROUTINE_SCHEMA?", table).value == "VARCHAR(128)"
