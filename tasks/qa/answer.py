@@ -209,7 +209,7 @@ _NUMBERED_ITEM = re.compile(r"^\s*(?:[（(][一二三四五六七八九十0-9]+[
 _OPENS_LIST = re.compile(r"^(.*[:：])\s*[（(][一二三四五六七八九十1]+[)）]")
 # the question asks for a list's n-th item ("第三个条件", "the second requirement"; not "第十五条", an article)
 _ASKED_ORDINAL = re.compile(r"第([一二三四五六七八九十]|[0-9]{1,2})(?:个|项|点|种|步|条件)|(最后)一?(?:个|项|点|种|步|条)"
-                            r"|\b(second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last)\b", re.IGNORECASE)
+                            r"|\b(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last)\b", re.IGNORECASE)
 # an item's number: "（二）", or "2." / "2、" opening it or following its list's "…包括：" (not "2.1.6")
 _ITEM_NUMBER = re.compile(r"[（(]([一二三四五六七八九十]|[0-9]{1,2})[)）]|(?:^|[:：]\s*)([0-9]{1,2})[.．、](?![0-9])")
 LAST = -1  # the ordinal of "the last item", "最后一项"
