@@ -308,12 +308,14 @@ def _join(first: str, second: str) -> str:
     return f"{first}{'' if _CJK_CHAR.match(second) or second.startswith('（') else ' '}{second}"
 
 
-def _table_unit(question: str, chunk, subject: frozenset[str] = frozenset()) -> tuple[str, str, float] | None:
+def _table_unit(question: str, chunk, subject: frozenset[str] = frozenset(), glosses: str = "",
+                ) -> tuple[str, str, float] | None:
     """A table chunk's answer to the question as (what names the cell: label, header, caption,
     section; "row — column: value"; its bonus: CELL_BONUS when the question named the column too,
     as much again when it wrote the row's label out), or None when the question names none of its
-    row labels. `subject`: the question's terms that name the document."""
-    cell = table_cell(question, chunk.content, subject) if form_lines(chunk.content) is None else None
+    row labels. `subject`: the question's terms that name the document; `glosses`: the Chinese its
+    words translate to."""
+    cell = table_cell(question, chunk.content, subject, glosses) if form_lines(chunk.content) is None else None
     if cell is None:
         return None
     where = " ".join((cell.label, cell.header, chunk.caption, chunk.section_path.rsplit(" > ", 1)[-1]))
@@ -507,7 +509,6 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
         # the Chinese an English question translates to matches a Chinese chunk only: a bilingual
         # datasheet's or an English paper's units are matched by the question's own words
         chinese = glossed is not question and _chinese(c.chunk.content)
-        ask = glossed if chinese else question
         headings = {clean_text(h) for h in c.chunk.section_path.split(" > ") + [c.chunk.title] if h}
         credit = 0.1 * c.score / best_score
         # what names the document is held by each of its units: within it, the sentence restating
@@ -516,7 +517,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
         subject_words = {w for w in qw if terms(w) and terms(w) <= subject}
         foreign_words = {w for w in qw if terms(w) and terms(w) <= foreign} | (set() if chinese else gloss_words)
         foreign = foreign if chinese else foreign | gloss_only
-        cell = _table_unit(ask, c.chunk, subject | foreign) \
+        cell = _table_unit(question, c.chunk, subject | foreign, glossed[len(question):] if chinese else "") \
             if a.extractive_table_cells and c.chunk.chunk_type in GRIDS else None
         if cell is not None and _TOC_LINE.search(cell[1]):  # a contents table ("2.1.6 Change … . . . . | 10")
             continue

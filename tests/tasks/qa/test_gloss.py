@@ -83,3 +83,15 @@ def test_a_translation_weighs_less_than_the_questions_own_words(monkeypatch):
     # were a translation as good as the words themselves, the statement's many glosses would win
     monkeypatch.setattr(tasks.qa.answer, "GLOSS_WEIGHT", 1.0)
     assert extractive_answer(question, context, Settings()).citations == ["thesis_guide.pdf_3"]
+
+
+def test_accounting_words_cc_cedict_lacks_are_glossed_as_the_statements_line_items():
+    # the BYD cash flow statement's rows, as BM25 indexes them
+    vocabulary = set(tokenize("取得借款收到的现金 处置固定资产、无形资产和其他长期资产收回的现金净额 流动资产合计 每股收益"))
+    assert {"借款", "收到", "现金"} <= set(gloss_terms("How much cash was received from borrowings?", vocabulary))
+    assert {"处置", "固定资产"} <= set(gloss_terms("net cash from disposal of fixed assets", vocabulary))
+    assert {"流动资产", "合计"} <= set(gloss_terms("What are total current assets?", vocabulary))
+    # a line item the index holds only as its words is glossed as them, when they cover it all
+    assert "每股收益" not in vocabulary
+    assert {"每股", "收益"} <= set(gloss_terms("What earnings per share is forecast?", vocabulary))
+    assert gloss_terms("What is the dividend yield?", vocabulary) == []
