@@ -281,7 +281,7 @@ def evidence_units(chunk, numbered_items: bool = False) -> list[str]:
         lines = [line.strip() for line in chunk.content.splitlines() if line.strip()]
         rows = [line for line in lines if " | " in line and not set(line) <= set("|-: ")]
         if len(rows) > 1:
-            return [f"{rows[0]}：{row}" for row in rows[1:]]
+            return [f"{rows[0]}：{row}" for row in rows[1:]] + table_notes(chunk)
     units = sentences(evidence_text(chunk))
     # a sentence opening with a pronoun ("It featured early examples of cut, copy, and paste.") or with
     # no subject ("由 zepinglee 开发") names its subject in the sentence before; one ending with a colon
@@ -302,6 +302,19 @@ def evidence_units(chunk, numbered_items: bool = False) -> list[str]:
             intro = opened.group(1) if opened else ""
         joined.append(u)
     return joined
+
+
+_NOTE_LINE = re.compile(r"^\s*注|[。.；;]\s*$")
+
+
+def table_notes(chunk) -> list[str]:
+    """The sentences a table's content holds between its rows: its notes ("注：…", "TA7ELI牌号的杂质
+    “Fe+O”的质量分数总和应不大于0.32％。"), not its titles; [] for a chunk that is no " | " table."""
+    if chunk.chunk_type not in GRIDS or " | " not in chunk.content:
+        return []
+    notes = (s for line in chunk.content.splitlines() if " | " not in line and _NOTE_LINE.search(line)
+             for s in sentences(line))
+    return list(dict.fromkeys(notes))  # a table merged over pages may hold its notes twice
 
 
 def _join(first: str, second: str) -> str:
@@ -526,8 +539,8 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
             named_words = words(cell[0]) | {w for w in qw if terms(w) and terms(w) <= held}
             units.append(_Unit((terms(cell[0]) - foreign) | held, named_words - foreign_words, cell[2], credit, order, 0,
                                cell[1], c.chunk_id, False, chinese, True))
-            continue
-        quoted, lead = evidence_units(c.chunk, ordinal is not None), ""
+        # beside its cell, a table answers with its notes ("注：…", a limit stated under it)
+        quoted, lead = table_notes(c.chunk) if cell is not None else evidence_units(c.chunk, ordinal is not None), ""
         for pos, unit in enumerate(quoted):
             # a part after "；" is said in the setting its sentence's first part gives ("第三季度收入…至38.9
             # 亿元；毛利率同比-1.1 百分点至42.8%；"): it holds those words too
@@ -544,7 +557,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
             units.append(_Unit(((terms(unit) - negated) | terms(setting) | subject) - foreign,
                                (unit_words | subject_words) - foreign_words,
                                -1.0 if restated else 0.0, credit, order, pos, unit, c.chunk_id,
-                               c.chunk.chunk_type not in GRIDS, chinese))
+                               c.chunk.chunk_type not in GRIDS or " | " not in unit, chinese))
     # bigrams match across word boundaries ("自然人下落" → "人下"), so a unit is also scored on the
     # question's words ("死亡" decides between the articles on 失踪 and on 死亡, where bigrams tie), those
     # naming what is asked counting double ("存货周转天数" of "…的存货周转天数是多少天")

@@ -7,7 +7,7 @@ import pytest
 
 from schemas.chunk import CHART, TABLE, TEXT, Chunk
 from schemas.settings import Settings
-from tasks.qa.answer import LAST, asked_ordinal, extractive_answer, item_number, sentences
+from tasks.qa.answer import LAST, asked_ordinal, extractive_answer, item_number, sentences, table_notes
 from tasks.qa.context import build_context
 from tasks.qa.extract import (answers_what_is_asked, cjk_numbers, document_scope, focus, form_lines, scope_only_terms,
                               shortest_clause, table_cell, terms)
@@ -532,3 +532,19 @@ def test_glosses_name_a_row_but_write_no_label_out(tables):
     english = table_cell("What were the finance expenses in the current period?", statement.content,
                          glosses="财务费用 本期")
     assert english.text == "财务费用 — 本期发生额: -1,908,346,000.00"
+
+
+def test_a_tables_notes_answer_beside_its_cells():
+    # GB/T 3620.1-2016 表1 as the OCR reads it: its note follows the rows, within the table's content, once
+    # per page the table spans
+    note = "TA7ELI牌号的杂质“Fe+O”的质量分数总和应不大于0.32％。"
+    table = Chunk(content="表1工业纯钛、α型和近α型钛及钛合金牌号和化学成分\n牌号 | 名义化学成分 | Fe | O\n"
+                          f"TA7 | Ti-5Al-2.5Sn | 0.50 | 0.20\nTA7ELI | Ti-5Al-2.5SnELI | 0.25 | 0.12\n注：TA0、TA1是工业纯钛牌号。\n{note}\n"
+                          f"表1（续）\n牌号 | 名义化学成分 | Fe | O\nTA8 | Ti-0.05Pd | 0.30 | 0.25\n{note}",
+                  chunk_type=TABLE, source="gbt3620.pdf", chunk_id="gbt3620.pdf_12")
+    assert table_notes(table) == ["注：TA0、TA1是工业纯钛牌号。", note]  # no title, no repeat
+    ctx = build_context([Candidate(table.chunk_id, 0.9, chunk=table)], Settings())
+    ans = extractive_answer("TA7ELI牌号的杂质“Fe+O”质量分数总和应不大于多少？", ctx, Settings())
+    assert ans.text.startswith(note)
+    assert extractive_answer("TA7ELI的名义化学成分是什么？", ctx, Settings()).text.startswith(
+        "TA7ELI — 名义化学成分: Ti-5Al-2.5SnELI")
