@@ -83,6 +83,8 @@ GROUP_TIE_WEIGHT = 0.01  # per term a row's label shares with the question: a ti
 FOCUS_ROW_BONUS = 0.5  # a row whose label the question writes out as what it asks about
 CONDITION_BONUS = 1.0  # a row holding a number the question states as its condition ("充到90% SOC")
 LABEL_CONDITION_SHARE = 0.5  # of it, when the number is its label's too ("20%" in the row of "15℃≤T<20℃")
+TARGET_BONUS = 0.25  # a condition the question goes to ("充到55%", "up to 55%") over one it starts from
+_TARGET = re.compile(r"(?:到|至|\bup to|\bto|\buntil|\bending at)\s*([0-9]+(?:\.[0-9]+)?)", re.IGNORECASE)
 PERCENT_BONUS = 0.5  # a cell in % when the question asks a ratio, as a column named by a term or two
 _ASKS_RATIO = re.compile(r"(?<![功频速])率|比例|占比|百分比|percent|\bratio\b|\brate\b", re.IGNORECASE)
 _CITATION = re.compile(r"\s*\[[0-9]+(?:\s*[,，–-]\s*[0-9]+)*\]")
@@ -439,6 +441,7 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
     # a number the question states as a value (not one naming the document, "SVOLT 196Ah", a table or
     # figure, "图表 2", or a row or column, "Category 7", "Series 5") is a row's condition
     conditions = _decimals(question) - subject - _referenced(question) - _label_numbers(rows)
+    targets = {n for m in _TARGET.finditer(question) for n in _decimals(m.group(1))} & conditions
     for block_headers, data in _blocks(rows):
         # a block with a column saying the opposite of what is asked is the other table ("前10名无限售条件
         # 股东持股情况" for 有限售条件股份): none of its columns is named
@@ -496,6 +499,8 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
             if conditioned:
                 beyond_label = any(_signed_decimals(row[j]) - _signed_decimals(name) for j in stated)
                 row_score += CONDITION_BONUS * (1.0 if beyond_label else LABEL_CONDITION_SHARE)
+                # "从35%充到55%": the step the question goes to, not the one it starts from
+                row_score += TARGET_BONUS * any(_states(row[j], targets) for j in stated)
             # a header the words writing the row's label out hold is not named by them ("Type" of "the
             # description of ROUTINE_TYPE"; "Data type" of "the data type of USER_TYPE" is)
             row_columns = col_scores if not written else \

@@ -548,3 +548,11 @@ def test_a_tables_notes_answer_beside_its_cells():
     assert ans.text.startswith(note)
     assert extractive_answer("TA7ELI的名义化学成分是什么？", ctx, Settings()).text.startswith(
         "TA7ELI — 名义化学成分: Ti-5Al-2.5SnELI")
+
+
+def test_a_step_the_question_goes_to_beats_the_one_it_starts_from(tables):
+    # the SVOLT step-charge table's 25℃≤T<45℃ group: "2.1C | 35%" then "1.80C | 55%"
+    steps = table_with(tables["svolt_mineru2.7.6"], "25℃≤T<45℃ |  | 1.80C | 55%")
+    assert table_cell("At 25℃≤T<45℃, which charge current applies for the segment from 35% up to 55% SOC?",
+                      steps.content).value == "1.80C"
+    assert table_cell("电芯温度25℃≤T<45℃时，SOC从35%充到55%这一段用多大的充电电流？", steps.content).value == "1.80C"
