@@ -466,8 +466,9 @@ def _shares(query: set[str] | frozenset[str], found: Sequence[frozenset[str]], f
     df = Counter(t for f in found for t in f & query)
     weight = {t: math.log(1.0 + (len(found) + 1) / (1 + df[t])) * (FOCUS_WEIGHT if t in focused else 1.0)
               * (GLOSS_WEIGHT if t in translated else 1.0) for t in query}
-    total = sum(weight.values()) or 1.0
-    return lambda shared: sum(weight[t] for t in shared) / total
+    total = math.fsum(weight.values()) or 1.0
+    # fsum: the same share whatever order a set yields its terms in (a float sum's last bit decided ties)
+    return lambda shared: math.fsum(weight[t] for t in shared) / total
 
 
 def _is_item(units: Sequence[_Unit], i: int, ordinal: int) -> bool:
