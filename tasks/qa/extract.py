@@ -635,7 +635,7 @@ def focus(question: str) -> str:
 _SCOPE_TITLE = re.compile(r"《([^》]+)》")
 _SCOPE_CJK = re.compile(r"^\s*(.{2,40}?)(?:中|里|上)(?:，|,|的)|^\s*(?:根据|按照|依据)(.{2,40}?)(?:，|,)"
                         r"|^\s*(.{2,40}?)这(?:项|份|个|篇|部|本)")
-_SCOPE_EN = re.compile(r"^\s*(?:in|from|according to)\s+(?:the\s+)?(.{2,60}?)(?:'s\b|’s\b|,)"
+_SCOPE_EN = re.compile(r"^\s*(?:in|from|according to)\s+(?:the\s+)?(.{2,80}?)(?:'s\b|’s\b|,)"
                        r"|\b(?:in|from|of) the (\S+(?: \S+)?)(?:'s|’s)? (?:paper|report|document|datasheet|standard|manual)\b",
                        re.IGNORECASE)
 # a quoted title beside the word for a document: "the draft NB/T standard 'Periodic safety review … —

@@ -477,6 +477,9 @@ def test_a_quoted_title_beside_a_document_word_names_the_document():
                           "Design', what is the seventh item?").startswith("Periodic safety review for nuclear")
     # a quoted term is no title
     assert document_scope("what is the third item in the 'don't forget' list?") == ""
+    # a long way to name it, up to its comma
+    assert document_scope("In the abbreviation list of the ucasthesis (UCAS thesis template) guide, what does "
+                          "EOS stand for?") == "abbreviation list of the ucasthesis (UCAS thesis template) guide"
 
 
 def test_a_unit_holding_only_the_words_naming_the_document_is_no_answer():
