@@ -147,6 +147,7 @@ FINANCE_TERMS: dict[str, tuple[str, ...]] = {
     "financing activities": ("筹资活动", "融资活动"),
     "cash received": ("收到的现金",),
     "cash paid": ("支付的现金",),
+    "paid": ("支付",),
     "relating to": ("有关",),
     "related to": ("有关",),
     "other operating activities": ("其他", "经营活动"),
