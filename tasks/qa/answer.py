@@ -471,6 +471,29 @@ def _shares(query: set[str] | frozenset[str], found: Sequence[frozenset[str]], f
     return lambda shared: math.fsum(weight[t] for t in shared) / total
 
 
+# the question asks what follows a named item ("which constraint comes right after Regulatory
+# Constraints", "紧接在…之后的是哪一项")
+_ASKED_AFTER = re.compile(r"\b(?:right|immediately|directly)\s+(?:after|below)\s+(.+?)(?:[?？,，]|$)"
+                          r"|紧(?:接|跟)(?:在)?(.+?)(?:之后|后面)", re.IGNORECASE)
+
+
+def _after_anchor(question: str, units: Sequence[_Unit]) -> dict[int, float]:
+    """Bonuses by unit index when the question asks what follows a named item: ORDINAL_BONUS for the
+    sentence after the one holding most of the item's terms (in its chunk), as much off that one."""
+    m = _ASKED_AFTER.search(question)
+    anchor = terms(next((g for g in m.groups() if g), "")) if m else frozenset()
+    if not anchor:
+        return {}
+    share = [len(u.terms & anchor) / len(anchor) if u.sentence else 0.0 for u in units]
+    best = max(range(len(units)), key=lambda i: (share[i], -i), default=None)
+    if best is None or share[best] < 0.5:
+        return {}
+    out = {best: -ORDINAL_BONUS}
+    if best + 1 < len(units) and units[best + 1].chunk_id == units[best].chunk_id:
+        out[best + 1] = ORDINAL_BONUS
+    return out
+
+
 def _is_item(units: Sequence[_Unit], i: int, ordinal: int) -> bool:
     """Whether units[i] is its list's item numbered `ordinal`, or its last item (LAST: the next item
     of its chunk is not numbered next)."""
@@ -569,6 +592,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     # glossary line, it and a short phrase ("NNSA 国家核安全局", not the sentence "JAXR API是在JCP下开发的，…")
     labelled = re.compile(rf"{re.escape(about)}\s*[:：]\s*\S|^\s*{re.escape(about)}\s+[^，。,;；:：]{{1,{GLOSSARY_MAX_CHARS}}}$") \
         if len(about) >= 2 else None
+    after_anchor = _after_anchor(question, units)
     scored = []
     for i, (found, found_words, bonus, credit, order, pos, unit, chunk_id, sentence, translated, cell) in enumerate(units):
         shared = found & q
@@ -583,6 +607,8 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
             hit += LABEL_BONUS
         if ordinal is not None and sentence and _is_item(units, i, ordinal):
             hit += ORDINAL_BONUS
+        if i in after_anchor:
+            hit += after_anchor[i]
         hit = hit * 0.25 if bonus < 0 else hit + bonus  # a restated question holds every term: a quarter
         if a.extractive_clauses and sentence:
             unit = shortest_clause(glossed if translated else question, unit)

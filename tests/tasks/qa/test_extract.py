@@ -559,3 +559,12 @@ def test_a_step_the_question_goes_to_beats_the_one_it_starts_from(tables):
     assert table_cell("At 25℃≤T<45℃, which charge current applies for the segment from 35% up to 55% SOC?",
                       steps.content).value == "1.80C"
     assert table_cell("电芯温度25℃≤T<45℃时，SOC从35%充到55%这一段用多大的充电电流？", steps.content).value == "1.80C"
+
+
+def test_the_item_right_after_a_named_one():
+    chunk = Chunk(content="1. Hardware Constraints\n2. Software Constraints\n3. Regulatory Constraints\n"
+                          "4. Budget Constraints\n5. Timeline Constraints",
+                  chunk_type=TEXT, source="headers.docx", chunk_id="headers.docx_8")
+    ctx = build_context([Candidate(chunk.chunk_id, 0.9, chunk=chunk)], Settings())
+    ans = extractive_answer("Which constraint comes right after Regulatory Constraints?", ctx, Settings())
+    assert ans.text.startswith("4. Budget Constraints")
