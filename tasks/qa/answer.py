@@ -36,6 +36,7 @@ from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, QAResult, Question
 from schemas.settings import Settings
 from tasks.index.views import document_name
 from tasks.qa.context import Context
+from tasks.qa.filters import file_lists
 from tasks.qa.extract import (answers_what_is_asked, focus, form_lines, negated_terms, scope_only_terms, scope_parts,
                               shortest_clause, table_cell, terms)
 from tasks.common.text import bigram_hit_rate, bigrams, clean_text, tokenize
@@ -77,8 +78,9 @@ _SENTENCE_END = re.compile(r"(?<=[。！？!?；;])|\n+|(?<=[.!?])\s+(?=[A-Z0-9\
 _PRONOUN_START = re.compile(r"^(?:(?:It|Its|This|These|They|Their|He|She|His|Her)\b|[它其他她]|由|并且|并|且|也|还)")
 MAX_SENTENCE_CHARS = 400
 MIN_SENTENCE_CHARS = 6  # shorter "sentences" are headings and labels
-# a table-of-contents entry: a dot leader, solid or spaced ("1.4.4 最大脉冲…..... 10", "2.1.6 Change … . . . . 10")
-_TOC_LINE = re.compile(r"[.．·…]{4,}\s*[0-9]*\s*$|(?:[.．·…] ){4,}")
+# a table-of-contents entry: a dot leader, solid or spaced ("1.4.4 最大脉冲…..... 10", "2.1.6 Change … . . . . 10",
+# LaTeX's "⋅ ⋅ ⋅ ⋅")
+_TOC_LINE = re.compile(r"[.．·…⋅]{4,}\s*[0-9]*\s*$|(?:[.．·…⋅] ){4,}")
 GLOSS_WEIGHT = 0.5  # a term an English question holds only in CC-CEDICT's Chinese for its words (tasks.qa.gloss)
 FOCUS_WEIGHT = 2.0  # a question term naming what is asked (tasks.qa.extract.focus) weighs this much more
 LABEL_BONUS = 0.2  # a sentence giving what is asked about as "label: value"
@@ -593,9 +595,13 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     labelled = re.compile(rf"{re.escape(about)}\s*[:：]\s*\S|^\s*{re.escape(about)}\s+[^，。,;；:：]{{1,{GLOSSARY_MAX_CHARS}}}$") \
         if len(about) >= 2 else None
     after_anchor = _after_anchor(question, units)
+    # a list of the corpus's files (a SOURCES.md) says nothing of what they say
+    catalogues = {c.chunk_id for c in file_lists(question, context.chunks)}
     scored = []
     for i, (found, found_words, bonus, credit, order, pos, unit, chunk_id, sentence, translated, cell) in enumerate(units):
         shared = found & q
+        if chunk_id in catalogues:
+            continue
         if shared <= naming_only and not cell:
             continue  # it holds only the words naming the document: a cover, a title restated
         # the share of the question's own terms: a Chinese unit holds translations in their stead (how many

@@ -80,22 +80,31 @@ def catalogues_last(question: str, cands: Sequence[Candidate]) -> list[Candidate
     files themselves or names the catalogue ("According to the docs SOURCES.md table, …"). A
     catalogue names every document, so it matches every question naming one ("In the
     numbered-headers unit test document, …") and tells nothing of their content."""
-    asked = question.lower()
-    listing = [c for c in cands if c.chunk is not None and _file_names(c.chunk.content) >= CATALOGUE_MIN_NAMES
-               and _name(c.source) not in asked]
-    if not listing or _ASKS_FILES.search(question):
-        return list(cands)
-    names = {c.source: _name(c.source) for c in cands if c.chunk is not None}
-    catalogues = set()
-    for c in listing:
-        content = c.chunk.content.lower()
-        if sum(1 for source, name in names.items()
-               if source != c.source and len(name) >= 4 and name in content) >= CATALOGUE_MIN_NAMES:
-            catalogues.add(c.chunk_id)
+    catalogues = catalogue_ids(question, cands)
     if not catalogues:
         return list(cands)
     out = [replace(c, score=c.score * CATALOGUE_WEIGHT) if c.chunk_id in catalogues else c for c in cands]
     return sorted(out, key=lambda c: -c.score)
+
+
+def file_lists(question: str, cands: Sequence[Candidate]) -> list[Candidate]:
+    """The candidates listing CATALOGUE_MIN_NAMES file names or more, unless the question asks about the
+    files or names the list's own document: what may be a catalogue of the corpus."""
+    if _ASKS_FILES.search(question):
+        return []
+    asked = question.lower()
+    return [c for c in cands if c.chunk is not None and _file_names(c.chunk.content) >= CATALOGUE_MIN_NAMES
+            and _name(c.source) not in asked]
+
+
+def catalogue_ids(question: str, cands: Sequence[Candidate]) -> set[str]:
+    """The chunk ids of the file lists among the candidates that name CATALOGUE_MIN_NAMES other
+    candidates' documents (`catalogues_last`)."""
+    listing = file_lists(question, cands)
+    names = {c.source: _name(c.source) for c in cands if c.chunk is not None} if listing else {}
+    return {c.chunk_id for c in listing
+            if sum(1 for source, name in names.items()
+                   if source != c.source and len(name) >= 4 and name in c.chunk.content.lower()) >= CATALOGUE_MIN_NAMES}
 
 
 COVER_CHARS = 120  # how much of a document's first chunk is its cover's title

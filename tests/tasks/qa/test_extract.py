@@ -568,3 +568,19 @@ def test_the_item_right_after_a_named_one():
     ctx = build_context([Candidate(chunk.chunk_id, 0.9, chunk=chunk)], Settings())
     ans = extractive_answer("Which constraint comes right after Regulatory Constraints?", ctx, Settings())
     assert ans.text.startswith("4. Budget Constraints")
+
+
+def test_a_list_of_the_corpus_files_and_a_contents_line_are_no_answers():
+    catalogue = Chunk(chunk_id="SOURCES.md_2", source="../SOURCES.md", chunk_type=TABLE,
+                      content="local file | repo | bytes\nzh_pdf/prc_civil_code.pdf | zufang | 634,192\n"
+                              "en/multi_page.pdf | docling | 61,002\nzh_pdf/prc_constitution.pdf | docs | 188,531")
+    contents = Chunk(chunk_id="guide.pdf_3", source="guide.pdf", chunk_type=TEXT,
+                     content="2.4 常见使用问题 ⋅ ⋅ ⋅ ⋅ ⋅ ⋅ ⋅ ⋅ ⋅ ⋅ 10\n附录 A 中国科学院大学学位论文撰写要求 ⋅ ⋅ ⋅ ⋅ ⋅ ⋅ 12")
+    ctx = build_context([Candidate(catalogue.chunk_id, 0.9, chunk=catalogue),
+                         Candidate(contents.chunk_id, 0.8, chunk=contents)], Settings())
+    assert extractive_answer("Under the PRC Civil Code, after how many years is a right no longer protected?",
+                             ctx, Settings()) is None
+    assert extractive_answer("附录A的标题是什么？", ctx, Settings()) is None
+    # asked about the files, the list answers
+    assert "634,192" in extractive_answer("According to the SOURCES.md table, how many bytes is the PRC Civil Code "
+                                          "file?", ctx, Settings()).text
