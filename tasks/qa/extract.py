@@ -369,6 +369,7 @@ def _decimals(text: str) -> set[str]:
     return {_LEADING_ZEROS.sub("", n) for n in _DECIMAL.findall(unicodedata.normalize("NFKC", text or ""))}
 
 
+_HAS_LETTERS = re.compile(r"[A-BD-SU-Za-z]{2,}|[\u4e00-\u9fff]")  # words, not a range's "T" or "℃C"
 _SIGNED_DECIMAL = re.compile(r"(?<![0-9.])-?[0-9]+(?:\.[0-9]+)?")
 
 
@@ -442,6 +443,7 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
     # figure, "图表 2", or a row or column, "Category 7", "Series 5") is a row's condition
     conditions = _decimals(question) - subject - _referenced(question) - _label_numbers(rows)
     targets = {n for m in _TARGET.finditer(question) for n in _decimals(m.group(1))} & conditions
+    asked_numbers = _signed_decimals(question)
     for block_headers, data in _blocks(rows):
         # a block with a column saying the opposite of what is asked is the other table ("前10名无限售条件
         # 股东持股情况" for 有限售条件股份): none of its columns is named
@@ -490,7 +492,11 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
                 values = [j for j in values if j not in stated]
             if subject:
                 row_score = max(named(name, q, subject), named(label, q, subject)) + SUBJECT_ROW_WEIGHT * row_score
-            written = len(_plain(name)) >= 2 and _plain(name) in asked and bool(terms(name) - subject)
+            # a range's label is written out by its numbers, signs kept, whatever its symbols ("-15℃C≤T<-10℃"
+            # as OCR read it, "-15℃≤T<-10℃" in the question; not "10°℃≤T<15℃")
+            label_numbers = _signed_decimals(name)
+            written = (len(_plain(name)) >= 2 and _plain(name) in asked and bool(terms(name) - subject)) or \
+                (len(label_numbers) >= 2 and label_numbers <= asked_numbers and not _HAS_LETTERS.search(name))
             if written:
                 # the row of what is asked beats a row the question names as its setting ("财务费用项下的利息费用")
                 row_score += 1.0 + FOCUS_ROW_BONUS * (_plain(name) in asked_about)

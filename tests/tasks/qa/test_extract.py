@@ -584,3 +584,13 @@ def test_a_list_of_the_corpus_files_and_a_contents_line_are_no_answers():
     # asked about the files, the list answers
     assert "634,192" in extractive_answer("According to the SOURCES.md table, how many bytes is the PRC Civil Code "
                                           "file?", ctx, Settings()).text
+
+
+def test_a_ranges_label_is_written_out_by_its_signed_numbers(tables):
+    # the SVOLT step-charge table as OCR read it ("-15℃C≤T<-10℃"); the question writes "-15℃≤T<-10℃"
+    cold = table_with(tables["svolt_mineru2.7.6"], "-15℃C≤T<-10℃ | 0.12C | 20%")
+    cell = table_cell("电芯温度在-15℃≤T<-10℃时，第一段（充至20% SOC）的充电电流是多少？", cold.content)
+    assert (cell.label, cell.value, cell.written) == ("-15℃C≤T<-10℃", "0.12C", True)
+    # "-10C≤T<-5℃" holds -10 and -5, which "-15℃≤T<-10℃" does not write out
+    other = table_cell("电芯温度在-10℃≤T<-5℃时，充至20% SOC那一段的充电电流是多少？", cold.content)
+    assert (other.label, other.value, other.written) == ("-10C≤T<-5℃", "0.15C", True)
