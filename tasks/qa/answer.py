@@ -36,9 +36,9 @@ from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, QAResult, Question
 from schemas.settings import Settings
 from tasks.index.views import document_name
 from tasks.qa.context import Context
-from tasks.qa.filters import file_lists
 from tasks.qa.extract import (answers_what_is_asked, focus, form_lines, negated_terms, scope_only_terms, scope_parts,
                               shortest_clause, table_cell, terms)
+from tasks.qa.filters import file_lists
 from tasks.common.text import bigram_hit_rate, bigrams, clean_text, tokenize
 from tasks.qa.gloss import gloss_terms, translatable
 from tasks.qa.types import Retrieval, evidence_text
@@ -211,7 +211,8 @@ _NUMBERED_ITEM = re.compile(r"^\s*(?:[（(][一二三四五六七八九十0-9]+[
 _OPENS_LIST = re.compile(r"^(.*[:：])\s*[（(][一二三四五六七八九十1]+[)）]")
 # the question asks for a list's n-th item ("第三个条件", "the second requirement"; not "第十五条", an article)
 _ASKED_ORDINAL = re.compile(r"第([一二三四五六七八九十]|[0-9]{1,2})(?:个|项|点|种|步|条件)|(最后)一?(?:个|项|点|种|步|条)"
-                            r"|\b(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last)\b", re.IGNORECASE)
+                            r"|\b(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last)\b",
+                            re.IGNORECASE)
 # an item's number: "（二）", or "2." / "2、" opening it or following its list's "…包括：" (not "2.1.6")
 _ITEM_NUMBER = re.compile(r"[（(]([一二三四五六七八九十]|[0-9]{1,2})[)）]|(?:^|[:：]\s*)([0-9]{1,2})[.．、](?![0-9])")
 LAST = -1  # the ordinal of "the last item", "最后一项"
@@ -348,9 +349,9 @@ TITLE_MAX_CHARS = 40  # a first line this short is a heading; a longer one is a 
 
 def _subject_terms(question: str, context: Context) -> dict[str, frozenset[str]]:
     """Per source of the context, the terms of the words naming the document the question asks about
-    (`tasks.qa.extract.scope_parts`) that name it: all of a way of naming it when a heading of it (or a
-    short first line) holds TITLE_SHARE of its terms — it is the document named — else, with ≥ 2 prose chunks
-    in the context, those ≥ SUBJECT_SHARE of them hold."""
+    (`tasks.qa.extract.scope_parts`) that name it: all of a way of naming it when a heading of it (or
+    a short first line) holds TITLE_SHARE of its terms — it is the document named — else, with ≥ 2
+    prose chunks in the context, those ≥ SUBJECT_SHARE of them hold."""
     parts = [terms(part) for part in scope_parts(question)]
     scope = frozenset().union(*parts)
     if not scope:
@@ -362,7 +363,8 @@ def _subject_terms(question: str, context: Context) -> dict[str, frozenset[str]]
             held.setdefault(c.source, []).append(terms(evidence_text(c.chunk)) & scope)
         if c.chunk.chunk_type in (TEXT, HEADING):
             first = c.chunk.content.split("\n", 1)[0]
-            head = terms(" ".join((c.chunk.title, c.chunk.section_path, first if len(first) <= TITLE_MAX_CHARS else "")))
+            short_first = first if len(first) <= TITLE_MAX_CHARS else ""
+            head = terms(" ".join((c.chunk.title, c.chunk.section_path, short_first)))
             # each way the question names it may be its title ("《…第12部分：设计》" of "《…》征求意见稿前言中")
             for named in (scope, *parts):
                 if named and len(head & named) >= TITLE_SHARE * len(named):
@@ -528,8 +530,13 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     When the question asks a number or a date the quoted units lack, the best unit holding one is
     added (if it scores ≥ SECOND_UNIT_RATIO of the best). An English question reads a Chinese chunk
     by the Chinese its words translate to (`_glossed`, at GLOSS_WEIGHT); a question asking a list's
-    n-th item gives that item ORDINAL_BONUS; words naming another source of the context are no
-    evidence (`_naming_terms`)."""
+    n-th item ("the seventh", "the last", numbered "(二)" or "2.") gives that item ORDINAL_BONUS, and
+    one asking what comes right after a named item the unit after it; words naming another source of
+    the context are no evidence (`_naming_terms`), and a unit holding only the words that name the
+    document (a cover restating its title) is none. A blank form is quoted row by row under its
+    sections' titles (`tasks.qa.extract.form_lines`), a table's notes beside its cell, a reference
+    entry whole; a list of the corpus's files (`tasks.qa.filters.file_lists`) answers only questions
+    about the files."""
     glossed = _glossed(question, context) if settings.retrieval.gloss_enabled and context.chunks else question
     q_plain = terms(question)
     q = terms(glossed)  # a Chinese chunk's units are matched by the question's words and their Chinese too
@@ -543,8 +550,12 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     gloss_only, gloss_words = q - q_plain, qw - words(question)
     ordinal = asked_ordinal(question)
     naming_only = scope_only_terms(question)
+    # a list of the corpus's files (a SOURCES.md) says nothing of what they say
+    catalogues = {c.chunk_id for c in file_lists(question, context.chunks)}
     units: list[_Unit] = []
     for order, c in enumerate(context.chunks):
+        if c.chunk_id in catalogues:
+            continue
         # the Chinese an English question translates to matches a Chinese chunk only: a bilingual
         # datasheet's or an English paper's units are matched by the question's own words
         chinese = glossed is not question and _chinese(c.chunk.content)
@@ -563,8 +574,8 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
         if cell is not None:  # a cell never names whose table it is: its document does ("比亚迪")
             held = entity.get(c.source, set()) | subject
             named_words = words(cell[0]) | {w for w in qw if terms(w) and terms(w) <= held}
-            units.append(_Unit((terms(cell[0]) - foreign) | held, named_words - foreign_words, cell[2], credit, order, 0,
-                               cell[1], c.chunk_id, False, chinese, True))
+            units.append(_Unit((terms(cell[0]) - foreign) | held, named_words - foreign_words, cell[2], credit, order,
+                               0, cell[1], c.chunk_id, False, chinese, True))
         # beside its cell, a table answers with its notes ("注：…", a limit stated under it)
         quoted, lead = table_notes(c.chunk) if cell is not None else evidence_units(c.chunk, ordinal is not None), ""
         for pos, unit in enumerate(quoted):
@@ -595,13 +606,10 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     labelled = re.compile(rf"{re.escape(about)}\s*[:：]\s*\S|^\s*{re.escape(about)}\s+[^，。,;；:：]{{1,{GLOSSARY_MAX_CHARS}}}$") \
         if len(about) >= 2 else None
     after_anchor = _after_anchor(question, units)
-    # a list of the corpus's files (a SOURCES.md) says nothing of what they say
-    catalogues = {c.chunk_id for c in file_lists(question, context.chunks)}
     scored = []
-    for i, (found, found_words, bonus, credit, order, pos, unit, chunk_id, sentence, translated, cell) in enumerate(units):
+    for i, (found, found_words, bonus, credit, order, pos, unit, chunk_id, sentence, translated, cell) \
+            in enumerate(units):
         shared = found & q
-        if chunk_id in catalogues:
-            continue
         if shared <= naming_only and not cell:
             continue  # it holds only the words naming the document: a cover, a title restated
         # the share of the question's own terms: a Chinese unit holds translations in their stead (how many

@@ -375,7 +375,8 @@ _SIGNED_DECIMAL = re.compile(r"(?<![0-9.])-?[0-9]+(?:\.[0-9]+)?")
 
 def _signed_decimals(text: str) -> set[str]:
     """`_decimals` with their minus signs: "-10℃≤T<-5℃" holds -10 and -5, no 10."""
-    return {re.sub(r"^(-?)0+(?=[0-9])", r"\1", n) for n in _SIGNED_DECIMAL.findall(unicodedata.normalize("NFKC", text or ""))}
+    found = _SIGNED_DECIMAL.findall(unicodedata.normalize("NFKC", text or ""))
+    return {re.sub(r"^(-?)0+(?=[0-9])", r"\1", n) for n in found}
 
 
 def _years(numbers: set[str]) -> set[str]:
@@ -648,8 +649,8 @@ _SCOPE_EN = re.compile(r"^\s*(?:in|from|according to)\s+(?:the\s+)?(.{2,80}?)(?:
 # Part 12: Design'", "the 'Summer activities' duck document" (not a quoted term: "the 'don't forget' list")
 _SCOPE_QUOTED = re.compile(r"\b(?:standard|paper|report|document|guide|manual|datasheet|article|book)\s+"
                            r"['\"‘“]([^'\"’”]{6,}?)['\"’”](?!\w)"
-                           r"|['\"‘“]([^'\"’”]{6,}?)['\"’”]\s+(?:\w+\s+)?(?:standard|paper|report|document|guide|manual)\b",
-                           re.IGNORECASE)
+                           r"|['\"‘“]([^'\"’”]{6,}?)['\"’”]\s+(?:\w+\s+)?"
+                           r"(?:standard|paper|report|document|guide|manual)\b", re.IGNORECASE)
 
 
 def document_scope(question: str) -> str:
