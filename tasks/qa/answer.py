@@ -271,12 +271,12 @@ def sentences(text: str) -> list[str]:
     return out
 
 
-def evidence_units(chunk, numbered_items: bool = False) -> list[str]:
+def evidence_units(chunk, numbered_items: bool = False, opening: str = "") -> list[str]:
     """What an extractive answer may quote from a chunk: its sentences; for a table each data row
     with the header row before it (a row's numbers mean nothing without the column names).
     `numbered_items` (the question asks a list's n-th item): "2." items are quoted with their list's
     opening line as "（二）" items always are; else the opening line's words would weigh less by being
-    in every item."""
+    in every item. `opening`: the line opening a list the chunk before ended with ("第十七条 …的任务是:")."""
     if chunk.chunk_type in GRIDS and " | " in chunk.content:
         form = form_lines(chunk.content)
         if form is not None:
@@ -290,12 +290,12 @@ def evidence_units(chunk, numbered_items: bool = False) -> list[str]:
     # no subject ("由 zepinglee 开发") names its subject in the sentence before; one ending with a colon
     # ("The following CL commands can be used …:") is said by the line after it: quoted together
     # the items after it ("（五）年满三十周岁。") are said by it too: each is quoted with it
-    joined, intro = [], ""
+    joined, intro = [], opening
     for i, u in enumerate(units):
         if i and _PRONOUN_START.match(u):
             u = _join(units[i - 1], u)
         item = bool((_NUMBERED_ITEM if numbered_items else _LIST_ITEM).match(u))
-        if item and intro and i and not units[i - 1].endswith((":", "：")):
+        if item and intro and not (i and units[i - 1].endswith((":", "："))):
             u = _join(intro, u)
         if i + 1 < len(units) and u.endswith((":", "：")):
             intro = u
@@ -552,6 +552,9 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     naming_only = scope_only_terms(question)
     # a list of the corpus's files (a SOURCES.md) says nothing of what they say
     catalogues = {c.chunk_id for c in file_lists(question, context.chunks)}
+    # a list the chunk before opens ("第十七条 职工代表大会工作机构的任务是:" ending it, "（一）…" after)
+    openings = {(c.source, c.chunk.chunk_index): sentences(evidence_text(c.chunk))[-1] for c in context.chunks
+                if c.chunk.chunk_type not in GRIDS and evidence_text(c.chunk).rstrip().endswith((":", "："))}
     units: list[_Unit] = []
     for order, c in enumerate(context.chunks):
         if c.chunk_id in catalogues:
@@ -577,7 +580,8 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
             units.append(_Unit((terms(cell[0]) - foreign) | held, named_words - foreign_words, cell[2], credit, order,
                                0, cell[1], c.chunk_id, False, chinese, True))
         # beside its cell, a table answers with its notes ("注：…", a limit stated under it)
-        quoted, lead = table_notes(c.chunk) if cell is not None else evidence_units(c.chunk, ordinal is not None), ""
+        quoted, lead = table_notes(c.chunk) if cell is not None else \
+            evidence_units(c.chunk, ordinal is not None, openings.get((c.source, c.chunk.chunk_index - 1), "")), ""
         for pos, unit in enumerate(quoted):
             # a part after "；" is said in the setting its sentence's first part gives ("第三季度收入…至38.9
             # 亿元；毛利率同比-1.1 百分点至42.8%；"): it holds those words too

@@ -594,3 +594,15 @@ def test_a_ranges_label_is_written_out_by_its_signed_numbers(tables):
     # "-10C≤T<-5℃" holds -10 and -5, which "-15℃≤T<-10℃" does not write out
     other = table_cell("电芯温度在-10℃≤T<-5℃时，充至20% SOC那一段的充电电流是多少？", cold.content)
     assert (other.label, other.value, other.written) == ("-10C≤T<-5℃", "0.15C", True)
+
+
+def test_a_list_opened_at_the_end_of_the_chunk_before_is_read_with_its_opening():
+    # the union rules' article 17: its opening line ends one chunk, its items begin the next
+    opening = Chunk(content="第十六条 职工代表大会是工会工作的重点。\n第十七条 职工代表大会工作机构的任务是:", chunk_type=TEXT,
+                    source="rules.pdf", chunk_id="rules.pdf_1", chunk_index=1)
+    items = Chunk(content="（一） 组织职工选举职工代表。\n（二） 负责筹备工作和会议期间的组织工作。\n（三） 征集、整理提案。",
+                  chunk_type=TEXT, source="rules.pdf", chunk_id="rules.pdf_2", chunk_index=2)
+    ctx = build_context([Candidate(opening.chunk_id, 0.9, chunk=opening), Candidate(items.chunk_id, 0.8, chunk=items)],
+                        Settings())
+    ans = extractive_answer("按那份工会制度第十七条，职工代表大会工作机构的第二项任务是什么？", ctx, Settings())
+    assert "筹备工作和会议期间的组织工作" in ans.text.split("[ref:")[0]
