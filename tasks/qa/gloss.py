@@ -30,6 +30,7 @@ MAX_CJK_SHARE = 0.3  # a question with more Chinese than this is read by BM25 as
 _ENTRY = re.compile(r"^\S+ (\S+) \[[^\]]*\] /(.*)/$")
 _SENSE_NOISE = re.compile(r"\([^)]*\)|\b(?:sth|sb|etc)\b\.?")
 _WORD = re.compile(r"[a-z]+")
+_POSSESSIVE = re.compile(r"['’]s\b")  # "National People's Congress" is looked up as "national people congress"
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 # a sense that only points elsewhere ("variant of …", "see …") or names a measure word
 _POINTER = ("variant of", "old variant", "see ", "cl:", "surname ", "abbr. for", "used in ")
@@ -53,7 +54,7 @@ def glossary() -> dict[str, frozenset[str]]:
                 sense = sense.strip().lower()
                 if not sense or sense.startswith(_POINTER):
                     continue
-                sense = " ".join(_SENSE_NOISE.sub(" ", sense).split())
+                sense = " ".join(_WORD.findall(_POSSESSIVE.sub("", _SENSE_NOISE.sub(" ", sense))))
                 sense = sense[3:] if sense.startswith("to ") else sense
                 if sense and len(sense.split()) <= MAX_PHRASE_WORDS:
                     out.setdefault(sense, set()).add(m.group(1))
@@ -89,7 +90,7 @@ def gloss_terms(question: str, vocabulary: Collection[str]) -> list[str]:
     phrases are looked up first and their words are not looked up again."""
     if not translatable(question):
         return []
-    words = _WORD.findall(question.lower())
+    words = _WORD.findall(_POSSESSIVE.sub("", question.lower()))
     table = glossary()
     used: set[int] = set()
     out: list[str] = []

@@ -111,3 +111,9 @@ def test_a_numbered_article_is_glossed_as_the_chinese_laws_numbering():
     assert "第十六条" in gloss_terms("According to Article 16 of the union rules, what is the focus?", vocabulary)
     # jieba splits the longer number: its indexed parts stand in for it
     assert "十八条" in gloss_terms("What does Article 718 of the PRC Civil Code say?", vocabulary)
+
+
+def test_a_possessive_and_a_hyphen_are_read_as_the_dictionary_writes_them():
+    vocabulary = {"全国人民代表大会", "逮捕"}
+    assert gloss_terms("While the National People's Congress is in session, may a deputy be arrested?",
+                       vocabulary) == ["全国人民代表大会", "逮捕"]
