@@ -117,3 +117,5 @@ def test_a_possessive_and_a_hyphen_are_read_as_the_dictionary_writes_them():
     vocabulary = {"全国人民代表大会", "逮捕"}
     assert gloss_terms("While the National People's Congress is in session, may a deputy be arrested?",
                        vocabulary) == ["全国人民代表大会", "逮捕"]
+    # CC-CEDICT's "long-term" sense of 长远 is found by the question's "long-term" too
+    assert "长远" in gloss_terms("What is the long-term plan?", {"长期", "长远"})
