@@ -370,6 +370,8 @@ def _decimals(text: str) -> set[str]:
 
 
 _HAS_LETTERS = re.compile(r"[A-BD-SU-Za-z]{2,}|[\u4e00-\u9fff]")  # words, not a range's "T" or "℃C"
+_ASKS_MEANING = re.compile(r"\bmean(?:s|ing)?\b|stand for|含义|意思|是指|指什么|代表什么", re.IGNORECASE)
+_DESCRIPTION_HEADER = re.compile(r"description|meaning|definition|说明|含义|定义|描述", re.IGNORECASE)
 _SIGNED_DECIMAL = re.compile(r"(?<![0-9.])-?[0-9]+(?:\.[0-9]+)?")
 
 
@@ -407,13 +409,15 @@ def _opposite(header: str, question: str) -> bool:
                for a, b in zip(question, question[1:]) if a in "有无" and "\u3400" <= b)
 
 
-def _column_score(header: str, question_terms: set[str], question_numbers: set[str], asked: str = "") -> float:
+def _column_score(header: str, question_terms: set[str], question_numbers: set[str], asked: str = "",
+                  meaning: bool = False) -> float:
     """How well the question names a column: its terms, +2 when every number of the header is in
     the question (a year, "2025/3/31" for "2025年3月31日"), -1 when both name years and they differ
     (a header's other numbers, "20%SOC", are conditions, not a miss), +WRITTEN_COLUMN_BONUS when the
     question (`asked`, `_plain`) names it and writes it out ("Series 5" of "Category 7 对应的 Series 5",
-    not "Series 7")."""
-    score = named(header, question_terms)
+    not "Series 7"); +1 for a description column when the question asks what something means
+    (`meaning`: "what does the value GROUP mean" is answered by "Description", not "Data type")."""
+    score = named(header, question_terms) + (1.0 if meaning and _DESCRIPTION_HEADER.search(header) else 0.0)
     if score > 0 and len(_plain(header)) >= 2 and _plain(header) in asked:
         score += WRITTEN_COLUMN_BONUS
     own = _numbers(header)
@@ -445,11 +449,13 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
     conditions = _decimals(question) - subject - _referenced(question) - _label_numbers(rows)
     targets = {n for m in _TARGET.finditer(question) for n in _decimals(m.group(1))} & conditions
     asked_numbers = _signed_decimals(question)
+    meaning = bool(_ASKS_MEANING.search(question))
     for block_headers, data in _blocks(rows):
         # a block with a column saying the opposite of what is asked is the other table ("前10名无限售条件
         # 股东持股情况" for 有限售条件股份): none of its columns is named
         other_table = any(_opposite(h, question) for h in block_headers)
-        block_scores = [0.0 if other_table else _column_score(h, q | periods, q_numbers, asked) for h in block_headers]
+        block_scores = [0.0 if other_table else _column_score(h, q | periods, q_numbers, asked, meaning)
+                        for h in block_headers]
         headers, col_scores, group_of = block_headers, block_scores, None
         for row, group in zip(data, _group_headers(data)):
             if group is row:
@@ -459,7 +465,7 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
                 headers = block_headers if group is None else \
                     [g or (block_headers[j] if j < len(block_headers) else "") for j, g in enumerate(group)]
                 col_scores = block_scores if group is None else \
-                    [0.0 if other_table else _column_score(h, q | periods, q_numbers, asked) for h in headers]
+                    [0.0 if other_table else _column_score(h, q | periods, q_numbers, asked, meaning) for h in headers]
             # the label: the first cell, or the second after a "No." column ("1.1.1 | 电芯容量 | …"),
             # with the word cells after it that name the row too (a row group's "ImageNet-LT | CC-SAM
             # | ResNeXt-50 | 63.1"); a label the question writes out ("≥-10" in "温度≥-10℃时") counts one more

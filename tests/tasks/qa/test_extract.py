@@ -606,3 +606,14 @@ def test_a_list_opened_at_the_end_of_the_chunk_before_is_read_with_its_opening()
                         Settings())
     ans = extractive_answer("按那份工会制度第十七条，职工代表大会工作机构的第二项任务是什么？", ctx, Settings())
     assert "筹备工作和会议期间的组织工作" in ans.text.split("[ref:")[0]
+
+
+def test_a_question_asking_what_something_means_takes_the_description_column():
+    # REDP-5110's Table 2-1, the FUNCTION_USAGE view's columns
+    table = ("Column name | Data type | Description\nUSAGE | VARCHAR(7) | Usage setting: ALLOWED: The user profile is "
+             "allowed to use the function. DENIED: The user profile is not allowed to use the function.\n"
+             "USER_TYPE | VARCHAR(5) | Type of user profile: USER: The user profile is a user. GROUP: The user profile "
+             "is a group.")
+    cell = table_cell("In Table 2-1, what does the USER_TYPE value GROUP mean?", table)
+    assert (cell.label, cell.header) == ("USER_TYPE", "Description")
+    assert table_cell("What is the data type of the USER_TYPE column?", table).value == "VARCHAR(5)"
