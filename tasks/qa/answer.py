@@ -530,8 +530,9 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     When the question asks a number or a date the quoted units lack, the best unit holding one is
     added (if it scores ≥ SECOND_UNIT_RATIO of the best). An English question reads a Chinese chunk
     by the Chinese its words translate to (`_glossed`, at GLOSS_WEIGHT); a question asking a list's
-    n-th item ("the seventh", "the last", numbered "(二)" or "2.") gives that item ORDINAL_BONUS, and
-    one asking what comes right after a named item the unit after it; words naming another source of
+    n-th item ("the seventh", "the last", numbered "(二)" or "2.", its list's opening line read with
+    it, even from the chunk before) gives that item ORDINAL_BONUS, and one asking what comes right
+    after a named item the unit after it; words naming another source of
     the context are no evidence (`_naming_terms`), and a unit holding only the words that name the
     document (a cover restating its title) is none. A blank form is quoted row by row under its
     sections' titles (`tasks.qa.extract.form_lines`), a table's notes beside its cell, a reference
