@@ -214,6 +214,8 @@ _ASKED_ORDINAL = re.compile(r"第([一二三四五六七八九十]|[0-9]{1,2})(?
                             r"|\b(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last)\b",
                             re.IGNORECASE)
 # an item's number: "（二）", or "2." / "2、" opening it or following its list's "…包括：" (not "2.1.6")
+_ENGLISH_ORDINAL = re.compile(r"\b(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last)\b",
+                              re.IGNORECASE)
 _ITEM_NUMBER = re.compile(r"[（(]([一二三四五六七八九十]|[0-9]{1,2})[)）]|(?:^|[:：]\s*)([0-9]{1,2})[.．、](?![0-9])")
 LAST = -1  # the ordinal of "the last item", "最后一项"
 _ORDINALS = {w: i for i, w in enumerate("一二三四五六七八九十", 1)} | \
@@ -539,15 +541,17 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     entry whole; a list of the corpus's files (`tasks.qa.filters.file_lists`) answers only questions
     about the files."""
     glossed = _glossed(question, context) if settings.retrieval.gloss_enabled and context.chunks else question
-    q_plain = terms(question)
-    q = terms(glossed)  # a Chinese chunk's units are matched by the question's words and their Chinese too
+    # the ordinal asked ("listed second") says which item, not what it says ("Second sub-item at this level")
+    said_ordinal = terms(" ".join(_ENGLISH_ORDINAL.findall(question))) if asked_ordinal(question) else frozenset()
+    q_plain = terms(question) - said_ordinal
+    q = terms(glossed) - said_ordinal  # a Chinese chunk's units are matched by the question's words and their Chinese too
     if not q or not context.chunks:
         return None
     a = settings.answer
     best_score = max((c.score for c in context.chunks), default=0.0) or 1.0
     entity = _document_terms(q, context)
     naming = _naming_terms(question, q_plain, context)
-    qw = words(glossed)
+    qw = words(glossed) - said_ordinal
     gloss_only, gloss_words = q - q_plain, qw - words(question)
     ordinal = asked_ordinal(question)
     naming_only = scope_only_terms(question)

@@ -454,6 +454,9 @@ def test_numbered_lines_are_items_and_the_last_one_is_asked_too():
     assert "5. Resource Constraints" in last.text
     assert asked_ordinal("最后一项评价要点是什么？") == asked_ordinal("what is the last item?") == LAST
     assert asked_ordinal("What is the first task of the working body?") == 1
+    # "second" says which item: the sub-list's "2. Second sub-item at this level" does not hold the asked word
+    second = extractive_answer("Which constraint is listed second in the list of constraints?", ctx, Settings())
+    assert "2. Software Constraints" in second.text.split("[ref:")[0]
     # a section number is no item number
     assert item_number("2.1.6 Change Function Usage") is None and item_number("要点包括： 7. 安全审评承诺项评价") == 7
 
