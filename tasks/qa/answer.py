@@ -500,6 +500,24 @@ def _after_anchor(question: str, units: Sequence[_Unit]) -> dict[int, float]:
     return out
 
 
+# a question asking the title of a numbered heading ("what title does the heading numbered 2.2 carry",
+# "the title of Appendix A", "1.2.1节的标题"): the heading's line answers, though headings are no units
+_ASKS_TITLE = re.compile(r"\btitle|\bheading|\bcalled\b|\bnamed\b|标题|题目", re.IGNORECASE)
+_HEADING_NUMBER = re.compile(r"(?<![0-9.])([0-9]+(?:\.[0-9]+)+)(?![0-9.])|\b(?:appendix|附录)\s*([A-Z])\b", re.IGNORECASE)
+HEADING_BONUS = 0.5
+
+
+def heading_asked(question: str) -> re.Pattern | None:
+    """A pattern finding the heading whose title the question asks (in a line, or where PDF lines were
+    joined), or None."""
+    m = _HEADING_NUMBER.search(question) if _ASKS_TITLE.search(question) else None
+    if m is None:
+        return None
+    if m.group(1):
+        return re.compile(rf"(?:^|(?<=\s)){re.escape(m.group(1))}\.?\s+[^\s0-9]")
+    return re.compile(rf"(?:^|(?<=\s))(?:appendix|附录)\s*{m.group(2)}\b\s*[:：.]?\s*\S", re.IGNORECASE)
+
+
 def _is_item(units: Sequence[_Unit], i: int, ordinal: int) -> bool:
     """Whether units[i] is its list's item numbered `ordinal`, or its last item (LAST: the next item
     of its chunk is not numbered next)."""
@@ -554,6 +572,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     qw = words(glossed) - said_ordinal
     gloss_only, gloss_words = q - q_plain, qw - words(question)
     ordinal = asked_ordinal(question)
+    asked_heading, headings_asked = heading_asked(question), set()
     naming_only = scope_only_terms(question)
     # a list of the corpus's files (a SOURCES.md) says nothing of what they say
     catalogues = {c.chunk_id for c in file_lists(question, context.chunks)}
@@ -593,8 +612,11 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
             setting = lead if pos and quoted[pos - 1].endswith(("；", ";")) else ""
             lead = setting or unit
             cleaned = clean_text(unit)
-            if len(cleaned) < MIN_SENTENCE_CHARS or cleaned in headings or _TOC_LINE.search(unit):
+            is_heading = asked_heading is not None and bool(asked_heading.search(unit))
+            if (len(cleaned) < MIN_SENTENCE_CHARS or cleaned in headings or _TOC_LINE.search(unit)) and not is_heading:
                 continue
+            if is_heading:
+                headings_asked.add(len(units))
             restated = unit.endswith(("？", "?")) or unit.startswith(("问：", "问:", "Q:"))
             negated = negated_terms(unit, q)  # "非住宅…" holds no "住宅" the question asks about
             unit_words = words(unit) - {w for w in qw if terms(w) & negated} if negated else words(unit)
@@ -619,13 +641,15 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     for i, (found, found_words, bonus, credit, order, pos, unit, chunk_id, sentence, translated, cell) \
             in enumerate(units):
         shared = found & q
-        if shared <= naming_only and not cell:
+        if shared <= naming_only and not cell and i not in headings_asked:
             continue  # it holds only the words naming the document: a cover, a title restated
         # the share of the question's own terms: a Chinese unit holds translations in their stead (how many
         # of a word's glosses the context uses, and so how large q is, says nothing of the unit)
-        if len(shared) / len(q_plain) < a.extractive_min_overlap:
+        if len(shared) / len(q_plain) < a.extractive_min_overlap and i not in headings_asked:
             continue
         hit = (bigram_share(shared) + word_share(found_words & qw)) / 2 if qw else bigram_share(shared)
+        if i in headings_asked:
+            hit += HEADING_BONUS
         if labelled is not None and sentence and labelled.search(unit):
             hit += LABEL_BONUS
         if ordinal is not None and sentence and _is_item(units, i, ordinal):

@@ -7,7 +7,7 @@ import pytest
 
 from schemas.chunk import CHART, TABLE, TEXT, Chunk
 from schemas.settings import Settings
-from tasks.qa.answer import LAST, asked_ordinal, extractive_answer, item_number, sentences, table_notes
+from tasks.qa.answer import LAST, asked_ordinal, extractive_answer, heading_asked, item_number, sentences, table_notes
 from tasks.qa.context import build_context
 from tasks.qa.extract import (answers_what_is_asked, cjk_numbers, document_scope, focus, form_lines, scope_only_terms,
                               shortest_clause, table_cell, terms)
@@ -620,3 +620,15 @@ def test_a_question_asking_what_something_means_takes_the_description_column():
     cell = table_cell("In Table 2-1, what does the USER_TYPE value GROUP mean?", table)
     assert (cell.label, cell.header) == ("USER_TYPE", "Description")
     assert table_cell("What is the data type of the USER_TYPE column?", table).value == "VARCHAR(5)"
+
+
+def test_the_title_of_a_numbered_heading_is_its_line():
+    # the numbered-headers test document as its Markdown lands: the heading lines open the chunks
+    chunk = Chunk(content="2.2 Section 2.1\nParagraph 2.1.1\nParagraph 2.1.2\nAppendix A: Glossary\n1.1. Section A.1",
+                  chunk_type=TEXT, source="headers.md", chunk_id="headers.md_7", section_path="2 Section 2 > 2.2 Section 2.1")
+    ctx = build_context([Candidate(chunk.chunk_id, 0.9, chunk=chunk)], Settings())
+    assert extractive_answer("What title does the heading numbered 2.2 carry?", ctx, Settings()).text.startswith(
+        "2.2 Section 2.1")
+    # its lines joined as a PDF's wrapped ones are, the heading is found within them
+    assert "Appendix A: Glossary" in extractive_answer("What is the title of Appendix A?", ctx, Settings()).text
+    assert heading_asked("What is the capital of the region?") is None
