@@ -210,12 +210,11 @@ _LIST_ITEM = re.compile(r"^\s*[（(][一二三四五六七八九十0-9]+[)）]")
 _NUMBERED_ITEM = re.compile(r"^\s*(?:[（(][一二三四五六七八九十0-9]+[)）]|[0-9]{1,2}[.．、](?![0-9]))")
 _OPENS_LIST = re.compile(r"^(.*[:：])\s*[（(][一二三四五六七八九十1]+[)）]")
 # the question asks for a list's n-th item ("第三个条件", "the second requirement"; not "第十五条", an article)
+_ORDINAL_WORDS = "first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last"
 _ASKED_ORDINAL = re.compile(r"第([一二三四五六七八九十]|[0-9]{1,2})(?:个|项|点|种|步|条件)|(最后)一?(?:个|项|点|种|步|条)"
-                            r"|\b(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last)\b",
-                            re.IGNORECASE)
+                            rf"|\b({_ORDINAL_WORDS})\b", re.IGNORECASE)
+_ENGLISH_ORDINAL = re.compile(rf"\b(?:{_ORDINAL_WORDS})\b", re.IGNORECASE)
 # an item's number: "（二）", or "2." / "2、" opening it or following its list's "…包括：" (not "2.1.6")
-_ENGLISH_ORDINAL = re.compile(r"\b(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last)\b",
-                              re.IGNORECASE)
 _ITEM_NUMBER = re.compile(r"[（(]([一二三四五六七八九十]|[0-9]{1,2})[)）]|(?:^|[:：]\s*)([0-9]{1,2})[.．、](?![0-9])")
 LAST = -1  # the ordinal of "the last item", "最后一项"
 _ORDINALS = {w: i for i, w in enumerate("一二三四五六七八九十", 1)} | \
@@ -503,7 +502,8 @@ def _after_anchor(question: str, units: Sequence[_Unit]) -> dict[int, float]:
 # a question asking the title of a numbered heading ("what title does the heading numbered 2.2 carry",
 # "the title of Appendix A", "1.2.1节的标题"): the heading's line answers, though headings are no units
 _ASKS_TITLE = re.compile(r"\btitle|\bheading|\bcalled\b|\bnamed\b|标题|题目", re.IGNORECASE)
-_HEADING_NUMBER = re.compile(r"(?<![0-9.])([0-9]+(?:\.[0-9]+)+)(?![0-9.])|\b(?:appendix|附录)\s*([A-Z])\b", re.IGNORECASE)
+_HEADING_NUMBER = re.compile(r"(?<![0-9.])([0-9]+(?:\.[0-9]+)+)(?![0-9.])|\b(?:appendix|附录)\s*([A-Z])\b",
+                             re.IGNORECASE)
 HEADING_BONUS = 0.5
 
 
@@ -557,13 +557,13 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     document (a cover restating its title) is none. A blank form is quoted row by row under its
     sections' titles (`tasks.qa.extract.form_lines`), a table's notes beside its cell, a reference
     entry whole; a list of the corpus's files (`tasks.qa.filters.file_lists`) answers only questions
-    about the files."""
+    about the files; a question asking a numbered heading's title takes its line (`heading_asked`)."""
     glossed = _glossed(question, context) if settings.retrieval.gloss_enabled and context.chunks else question
     # the ordinal asked ("listed second") says which item, not what it says ("Second sub-item at this level")
     said_ordinal = terms(" ".join(_ENGLISH_ORDINAL.findall(question))) if asked_ordinal(question) else frozenset()
     q_plain = terms(question) - said_ordinal
-    q = terms(glossed) - said_ordinal  # a Chinese chunk's units are matched by the question's words and their Chinese too
-    if not q or not context.chunks:
+    q = terms(glossed) - said_ordinal  # a Chinese chunk's units are matched by its words' Chinese too
+    if not q_plain or not context.chunks:
         return None
     a = settings.answer
     best_score = max((c.score for c in context.chunks), default=0.0) or 1.0
@@ -613,7 +613,8 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
             lead = setting or unit
             cleaned = clean_text(unit)
             is_heading = asked_heading is not None and bool(asked_heading.search(unit))
-            if (len(cleaned) < MIN_SENTENCE_CHARS or cleaned in headings or _TOC_LINE.search(unit)) and not is_heading:
+            no_unit = len(cleaned) < MIN_SENTENCE_CHARS or cleaned in headings or _TOC_LINE.search(unit)
+            if no_unit and not is_heading:
                 continue
             if is_heading:
                 headings_asked.add(len(units))

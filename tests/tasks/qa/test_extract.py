@@ -457,6 +457,7 @@ def test_numbered_lines_are_items_and_the_last_one_is_asked_too():
     # "second" says which item: the sub-list's "2. Second sub-item at this level" does not hold the asked word
     second = extractive_answer("Which constraint is listed second in the list of constraints?", ctx, Settings())
     assert "2. Software Constraints" in second.text.split("[ref:")[0]
+    assert extractive_answer("Which is second?", ctx, Settings()) is None  # nothing asked but the ordinal
     # a section number is no item number
     assert item_number("2.1.6 Change Function Usage") is None and item_number("要点包括： 7. 安全审评承诺项评价") == 7
 
