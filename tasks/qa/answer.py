@@ -316,9 +316,14 @@ def table_notes(chunk) -> list[str]:
     “Fe+O”的质量分数总和应不大于0.32％。"), not its titles; [] for a chunk that is no " | " table."""
     if chunk.chunk_type not in GRIDS or " | " not in chunk.content:
         return []
-    notes = (s for line in chunk.content.splitlines() if " | " not in line and _NOTE_LINE.search(line)
+    return list(_notes(chunk.content))
+
+
+@lru_cache(maxsize=4096)  # asked per question of each table in its context, like form_lines
+def _notes(content: str) -> tuple[str, ...]:
+    notes = (s for line in content.splitlines() if " | " not in line and _NOTE_LINE.search(line)
              for s in sentences(line))
-    return list(dict.fromkeys(notes))  # a table merged over pages may hold its notes twice
+    return tuple(dict.fromkeys(notes))  # a table merged over pages may hold its notes twice
 
 
 def _join(first: str, second: str) -> str:
