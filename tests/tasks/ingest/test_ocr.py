@@ -15,6 +15,7 @@ from tasks.ingest.parse import ocr as ocr_mod
 from tasks.ingest.parse import parse_source
 from tasks.ingest.parse.ocr import OcrLine, OcrPage, page_items
 from tasks.ingest.parse.text_layer import judge_pdf, judge_text
+from tasks.ingest.tables import table_grid
 from tests.conftest import DOCS, need
 from tests.ocr_fixtures import cer, image_only_pdf
 
@@ -99,6 +100,77 @@ def test_a_band_of_many_columns_is_a_table_and_a_turned_page_maps_back():
     # turned a quarter clockwise: the image's top band is the page's right edge
     assert item["bbox"][0] == round(1000 * 100 / 1000) and item["bbox"][2] == round(1000 * 200 / 1000)
     assert item["bbox"][1] == 1000 - 780 and item["bbox"][3] == 900
+
+
+def test_a_table_keeps_its_columns_when_cells_are_empty_or_read_as_one_line():
+    """Each value stands under its header: a run of values the detector read as one line is cut
+    between values (not inside "0.0 3", read in two at a narrow gap), a word glued to the next
+    column's value ("余量4.0~5.5") is cut at the script change, and an empty cell stays empty."""
+    header = [_line(100, 100, 140, "牌号")] + [_line(300 + 60 * i, 100, 320 + 60 * i, name)
+                                              for i, name in enumerate(["Ti", "Al", "Sn", "Fe", "C", "N"])]
+    rows = [[_line(100, 130, 140, "TA6"), _line(295, 130, 385, "余量4.0~5.5"), _line(475, 130, 680, "0.30 0.08 0.0 5")],
+            [_line(100, 160, 140, "TA7"), _line(296, 160, 326, "余量"), _line(355, 160, 385, "4.0~6.0"),
+             _line(414, 160, 446, "2.0~3.0"), _line(475, 160, 505, "0.50"), _line(535, 160, 565, "0.08")]]
+    (item,) = page_items(OcrPage(0, 1000, 1000, 0, header + [ln for row in rows for ln in row]))
+    grid = table_grid(item["table_body"])
+    assert grid[0] == ["牌号", "Ti", "Al", "Sn", "Fe", "C", "N"]
+    assert grid[1] == ["TA6", "余量", "4.0~5.5", "", "0.30", "0.08", "0.0 5"]
+    assert grid[2] == ["TA7", "余量", "4.0~6.0", "2.0~3.0", "0.50", "0.08", ""]
+
+
+def test_a_band_holding_two_captioned_tables_is_two_tables_with_their_own_columns():
+    first = [_line(100 + 100 * c, 100 + 40 * r, 150 + 100 * c, f"a{r}{c}") for r in range(3) for c in range(3)]
+    caption = _line(100, 220, 180, "表3 α-β型钛合金")
+    second = [_line(130 + 70 * c, 260 + 40 * r, 170 + 70 * c, f"b{r}{c}") for r in range(3) for c in range(4)]
+    tables = [i for i in page_items(OcrPage(0, 1000, 1000, 0, first + [caption] + second)) if i["type"] == "table"]
+    assert [table_grid(t["table_body"])[-1] for t in tables] == [["a20", "a21", "a22"], ["b20", "b21", "b22", "b23"]]
+    assert table_grid(tables[1]["table_body"])[0] == ["表3 α-β型钛合金"]
+
+
+def test_a_turned_page_reads_every_line_the_way_most_of_them_stand(monkeypatch):
+    """The angle classifier alone calls a short, nearly symmetric value upside down ("5.5~6.5" read
+    as "s'9~g'g"); on a page printed sideways every line stands one way: the majority's."""
+    import numpy as np
+
+    class Classifier:
+        cls_thresh = 0.9
+
+        def __call__(self, crops):
+            return crops, [("180", 0.99), ("180", 0.95), ("0", 0.97)]
+
+    class Engine:
+        drop_score = 0.5
+        text_classifier = Classifier()
+
+        @staticmethod
+        def text_recognizer(crops):  # tells a turned crop by where its dark corner went
+            return [("turned" if crop[-1, -1, 0] == 0 else "as read", 0.99) for crop in crops]
+
+    image = np.full((100, 300, 3), 255, dtype=np.uint8)
+    boxes = []
+    for i in range(3):
+        x = 20 + 90 * i
+        image[40, x] = 0  # each line's top-left pixel is dark
+        boxes.append(np.array([[x, 40], [x + 60, 40], [x + 60, 60], [x, 60]], dtype=np.float32))
+    read = ocr_mod._read(Engine(), image, classify=True, boxes=np.array(boxes))
+    assert [(text, angle) for _, text, _, angle in read] == [("turned", "180")] * 3
+
+
+@pytest.mark.mineru
+def test_the_scanned_alloy_table_reads_each_value_under_its_element(tmp_path):
+    """GB/T 3620.1's table 1 (continued), printed sideways and read by the OCR backend: the rows of
+    TA23 and TA23-1 hold their iron and zirconium ranges under "Fe" and "Zr", the empty cells
+    between them stay empty, and no value is read upside down."""
+    (page,) = ocr_mod.ocr_pages(need(GBT), [5], dpi=144, workers=1, cache_dir=tmp_path / "models")
+    (table,) = [i for i in page_items(page) if i["type"] == "table" and "TA23" in i["table_body"]]
+    grid = table_grid(table["table_body"])
+    header = next(row for row in grid if "Nb" in row and "Mo" in row)
+    row = {r[0]: r for r in grid if r and r[0] in ("TA23", "TA23-1", "TA21")}
+    fe, zr = header.index("Fe"), header.index("Zr")
+    assert (row["TA23"][fe], row["TA23"][zr]) == ("0.8~1.2", "1.7~2.3")
+    assert (row["TA23-1"][fe], row["TA23-1"][zr]) == ("0.8~1.1", "1.7~2.3")
+    assert row["TA21"][header.index("Mn")] == "0.5~1.3"  # read upside down ("ε1~$°0") before
+    assert not any(ch in cell for r in grid for cell in r for ch in "ε$′°")
 
 
 # ---------------------------------------------------------------- the backend through parse_source
