@@ -252,10 +252,10 @@ def _blocks(rows: list[tuple[list[str], bool]]) -> list[tuple[list[str], list[li
         sub_header = bool(header_rows) and not data and (
             (len(row) > len(header_rows[-1]) and _word_row(row)) or _splits_groups(header_rows[-1], row)
             or _heads_sub_header(row, rows[i + 1][0] if i + 1 < len(rows) else None)
-            or _translates(header_rows[-1], row))
+            or _translates(header_rows[-1], row) or _sparse_header(row))
         if not header_rows and not data and _data_row(row):  # the header was left on the page before
             header_rows.append([""] * len(row))
-        if not header_rows or (not data and (sub_header or (not row[0] and not _value_row(row)))) \
+        if not header_rows or (not data and (sub_header or (not row[0] and _word_row(row)))) \
                 or (data and starts_block):
             if data:
                 blocks.append((_join_headers(header_rows, _width(data)), data))
@@ -307,6 +307,13 @@ def _repeats_header(row: list[str], header_rows: list[list[str]]) -> bool:
     group's rows share their first cell and an empty second ("15℃≤T<20℃ |  | 1.20C | 20%"): no repeat."""
     return len(row) > 1 and any((h[0] and row[0] == h[0] and ((row[1] and row[1] == h[1]) or _word_row(row)))
                                 or (len(h) > 2 and row[1:] == h[1:]) for h in header_rows if len(h) > 1)
+
+
+def _sparse_header(row: list[str]) -> bool:
+    """A header row over groups of columns, each name over the first column of its group and the
+    rest empty (an OCR'd table's "合金 |  | … | 主要成分 |  | … | 杂质，不大于 |  |")."""
+    named = sum(bool(c) for c in row[1:])
+    return named >= 2 and len(row) - 1 - named >= 2 * named and _word_row(row)
 
 
 def _heads_sub_header(row: list[str], after: list[str] | None) -> bool:
@@ -390,7 +397,7 @@ def _years(numbers: set[str]) -> set[str]:
 PERIOD_NAMES = (("本期", "本报告期", "本期发生额", "本期金额"),
                 ("上年同期", "上期", "上期发生额", "上期金额"),
                 ("期末", "期末余额", "本报告期末"),
-                ("期初", "期初余额", "上年度末", "年初余额"))
+                ("期初", "期初余额", "上年度末", "上年末", "年初余额", "年初"))
 
 
 def _period_terms(question: str) -> set[str]:
@@ -409,18 +416,53 @@ def _opposite(header: str, question: str) -> bool:
                for a, b in zip(question, question[1:]) if a in "有无" and "\u3400" <= b)
 
 
+# a composition table heads its columns by the elements' symbols; a question names them in words
+ELEMENTS = {"Al": ("aluminium", "aluminum", "铝"), "B": ("boron", "硼"), "C": ("carbon", "碳"),
+            "Cr": ("chromium", "铬"), "Cu": ("copper", "铜"), "Fe": ("iron", "铁"), "H": ("hydrogen", "氢"),
+            "Mn": ("manganese", "锰"), "Mo": ("molybdenum", "钼"), "N": ("nitrogen", "氮"), "Nb": ("niobium", "铌"),
+            "Nd": ("neodymium", "钕"), "Ni": ("nickel", "镍"), "O": ("oxygen", "氧"), "Pd": ("palladium", "钯"),
+            "Ru": ("ruthenium", "钌"), "Si": ("silicon", "硅"), "Sn": ("tin", "锡"), "Ta": ("tantalum", "钽"),
+            "V": ("vanadium", "钒"), "W": ("tungsten", "钨"), "Zr": ("zirconium", "锆")}  # not titanium: the alloy
+_ELEMENT_NAME = re.compile("|".join(rf"\b{n}\b" if n.isascii() else n for names in ELEMENTS.values() for n in names),
+                           re.IGNORECASE)
+_SYMBOL_OF = {n: symbol for symbol, names in ELEMENTS.items() for n in names}
+
+
+@lru_cache(maxsize=4096)
+def _symbols_asked(question: str) -> frozenset[str]:
+    """What a question writes in brackets, short ("（V）", "(Cr)"), and the symbols of the elements
+    it names ("vanadium", "钒"): the headers of a composition table's columns."""
+    named = [_SYMBOL_OF[m.group().lower()] for m in _ELEMENT_NAME.finditer(question)]
+    return frozenset(_symbol(m) for m in [*re.findall(r"\(([^()]{1,12})\)", _plain(question)), *named])
+
+
+_OCR_LOOKALIKES = str.maketrans("10i", "lol")
+
+
+def _symbol(text: str) -> str:
+    """A short symbol as OCR may have read it: "A1" is "Al", "0" is "O", "Ni" and "N1" alike."""
+    plain = _plain(text)
+    return plain.translate(_OCR_LOOKALIKES) if len(plain) <= 3 else plain
+
+
+_SYMBOL_DIGIT = re.compile(r"(?<=[A-Za-z])\d(?![\d.])")  # part of a symbol, no number: OCR's "A1" for "Al", "H2"
+
+
 def _column_score(header: str, question_terms: set[str], question_numbers: set[str], asked: str = "",
-                  meaning: bool = False) -> float:
+                  meaning: bool = False, symbols: frozenset[str] = frozenset()) -> float:
     """How well the question names a column: its terms, +2 when every number of the header is in
     the question (a year, "2025/3/31" for "2025年3月31日"), -1 when both name years and they differ
     (a header's other numbers, "20%SOC", are conditions, not a miss), +WRITTEN_COLUMN_BONUS when the
     question (`asked`, `_plain`) names it and writes it out ("Series 5" of "Category 7 对应的 Series 5",
     not "Series 7"); +1 for a description column when the question asks what something means
-    (`meaning`: "what does the value GROUP mean" is answered by "Description", not "Data type")."""
+    (`meaning`: "what does the value GROUP mean" is answered by "Description", not "Data type"); +2
+    for a header that is a symbol the question asks (`symbols`, `_symbols_asked`: "V" of "钒（V）")."""
     score = named(header, question_terms) + (1.0 if meaning and _DESCRIPTION_HEADER.search(header) else 0.0)
     if score > 0 and len(_plain(header)) >= 2 and _plain(header) in asked:
         score += WRITTEN_COLUMN_BONUS
-    own = _numbers(header)
+    if header and _symbol(header.split()[-1]) in symbols:
+        score += 2.0  # "钒（V）", "vanadium": the symbol the question writes in brackets or names, which terms miss
+    own = {n for n in _numbers(_SYMBOL_DIGIT.sub("", header)) if len(n) > 1}  # not OCR's "0" for "O"
     if own and question_numbers:
         if own <= question_numbers:
             score += 2.0
@@ -440,6 +482,7 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
     best: tuple[float, Cell] | None = None
     rows = _rows(content)
     asked, asked_about = _plain(question), _plain(focus(question))
+    symbols = _symbols_asked(question)
     ratio = bool(_ASKS_RATIO.search(question))  # "持股比例", "毛利率": a percentage answers
     subject = subject | scope_only_terms(question)
     periods = _period_terms(f"{question} {glosses}")
@@ -454,7 +497,7 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
         # a block with a column saying the opposite of what is asked is the other table ("前10名无限售条件
         # 股东持股情况" for 有限售条件股份): none of its columns is named
         other_table = any(_opposite(h, question) for h in block_headers)
-        block_scores = [0.0 if other_table else _column_score(h, q | periods, q_numbers, asked, meaning)
+        block_scores = [0.0 if other_table else _column_score(h, q | periods, q_numbers, asked, meaning, symbols)
                         for h in block_headers]
         headers, col_scores, group_of = block_headers, block_scores, None
         for row, group in zip(data, _group_headers(data)):
@@ -465,7 +508,8 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
                 headers = block_headers if group is None else \
                     [g or (block_headers[j] if j < len(block_headers) else "") for j, g in enumerate(group)]
                 col_scores = block_scores if group is None else \
-                    [0.0 if other_table else _column_score(h, q | periods, q_numbers, asked, meaning) for h in headers]
+                    [0.0 if other_table else _column_score(h, q | periods, q_numbers, asked, meaning, symbols)
+                     for h in headers]
             # the label: the first cell, or the second after a "No." column ("1.1.1 | 电芯容量 | …"),
             # with the word cells after it that name the row too (a row group's "ImageNet-LT | CC-SAM
             # | ResNeXt-50 | 63.1"); a label the question writes out ("≥-10" in "温度≥-10℃时") counts one more
@@ -517,7 +561,8 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
             # a header the words writing the row's label out hold is not named by them ("Type" of "the
             # description of ROUTINE_TYPE"; "Data type" of "the data type of USER_TYPE" is)
             row_columns = col_scores if not written else \
-                [0.0 if terms(h) and terms(h) <= terms(name) else score for h, score in zip(headers, col_scores)]
+                [0.0 if terms(h) and terms(h) <= terms(name) and _symbol(h.split()[-1]) not in symbols else score
+                 for h, score in zip(headers, col_scores)]  # (the "Ta" of "TA29" is asked as 钽（Ta）)
             scored = [((row_columns[j] if j < len(row_columns) else 0.0)
                        + (PERCENT_BONUS if ratio and "%" in row[j] else 0.0), -j) for j in values]
             # a question asking no number takes a named column of words over a named year's number
@@ -658,6 +703,11 @@ _SCOPE_QUOTED = re.compile(r"\b(?:standard|paper|report|document|guide|manual|da
                            r"|['\"‘“]([^'\"’”]{6,}?)['\"’”]\s+(?:\w+\s+)?"
                            r"(?:standard|paper|report|document|guide|manual)\b", re.IGNORECASE)
 
+# what a document is on: "the draft NB/T standard on periodic safety review of nuclear power plants
+# (Part 1: General Requirements)", to a comma or the question's end
+_SCOPE_ON = re.compile(r"\bthe\s+(?:\S+\s+){0,3}(?:standard|paper|report|document|guide|manual|datasheet|notes)\s+on\s+"
+                       r"([^,，?？()（）]{6,80}?(?:\s*\([^()]{2,60}\))?)(?=\s*[,，?？]|\s*$)", re.IGNORECASE)
+
 
 def document_scope(question: str) -> str:
     """The words of a question that name the document it asks about ("《核电厂定期安全评价 第12部分：
@@ -669,6 +719,7 @@ def document_scope(question: str) -> str:
 def scope_parts(question: str) -> list[str]:
     found = [m.group(1) for m in _SCOPE_TITLE.finditer(question or "")]
     found += [next(g for g in m.groups() if g) for m in _SCOPE_QUOTED.finditer(question or "")]
+    found += [m.group(1) for m in _SCOPE_ON.finditer(question or "")]
     m = _SCOPE_CJK.match(question or "") or _SCOPE_EN.search(question or "")
     if m:
         found.append(next(g for g in m.groups() if g))
@@ -681,7 +732,7 @@ def scope_only_terms(question: str) -> frozenset[str]:
     what does LDAM-DRW reach"): they name no row of a table."""
     parts = scope_parts(question)
     rest = question
-    for part in parts:
+    for part in sorted(parts, key=len, reverse=True):  # "report on the X company" before "the X company"
         rest = rest.replace(part, " ")
     return terms(" ".join(parts)) - terms(rest)
 

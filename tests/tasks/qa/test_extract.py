@@ -34,6 +34,38 @@ def table_with(chunks, text):
     return chunk
 
 
+def test_the_beginning_of_the_year_is_the_opening_balance(tables):
+    sheet = table_with(tables["byd_2025q1_quarterly_report"], "使用权资产")
+    cell = table_cell("比亚迪一季报合并资产负债表中，长期应收款在年初（2024年12月31日）的余额是多少元？", sheet.content)
+    assert (cell.header, cell.value) == ("期初余额", "10,206,134,000.00")
+
+
+@pytest.fixture(scope="module")
+def alloy_table(tmp_path_factory):
+    """GB/T 3620.1's table 1 (continued), a page printed sideways, as the OCR backend writes it."""
+    from tasks.ingest.parse import ocr
+    from tasks.ingest.tables import table_text
+    from tests.conftest import DOCS, need
+
+    path = need(DOCS / "zh_pdf" / "gbt3620.1-2016_titanium_alloy_standard.pdf")
+    (page,) = ocr.ocr_pages(path, [5], dpi=144, workers=1, cache_dir=tmp_path_factory.mktemp("ocr_models"))
+    (table,) = [i for i in ocr.page_items(page) if i["type"] == "table" and "TA23" in i["table_body"]]
+    return table_text(table["table_body"])
+
+
+@pytest.mark.mineru
+def test_a_scanned_composition_table_answers_under_the_element_asked(alloy_table):
+    """Its columns are headed by the elements' symbols, as OCR read them ("A1" for Al, "0" for O) under
+    rows of group headers; a question names the element in words or writes its symbol in brackets."""
+    cell = lambda q: table_cell(q, alloy_table)  # noqa: E731
+    assert (cell("GB/T 3620.1—2016表1中，TA23（Ti-2.5Al-2Zr-1Fe）的铁（Fe）含量范围是多少？").value) == "0.8~1.2"
+    assert cell("What aluminium content range does TA21 (Ti-1Al-1Mn) have in Table 1 of GB/T 3620.1-2016?").value \
+        == "0.4~1.5"
+    assert cell("按GB/T 3620.1—2016，TA24钛合金（Ti-3Al-2Mo-2Zr）中钼的含量范围是多少？").value == "1.0~2.5"
+    # a symbol the row's own name writes ("TA29" holds "Ta") is still the column asked
+    assert cell("按GB/T 3620.1—2016，TA29钛合金中钽（Ta）的含量范围是多少？").value == "1.3~1.7"
+
+
 def test_balance_sheet_cell_by_row_and_column(tables):
     sheet = table_with(tables["byd_2025q1_quarterly_report"], "使用权资产")
     assert len(sheet.content) > 2500 and sheet.content.startswith("项目 | 期末余额 | 期初余额")
@@ -484,6 +516,11 @@ def test_a_quoted_title_beside_a_document_word_names_the_document():
     # a long way to name it, up to its comma
     assert document_scope("In the abbreviation list of the ucasthesis (UCAS thesis template) guide, what does "
                           "EOS stand for?") == "abbreviation list of the ucasthesis (UCAS thesis template) guide"
+    # what a document is on names it, its part in brackets too; a verb's "report on" does not
+    assert document_scope("In the draft NB/T standard on periodic safety review of nuclear power plants (Part 1: "
+                          "General Requirements), when should the first PSR start?").startswith(
+        "periodic safety review of nuclear power plants (Part 1: General Requirements)")
+    assert document_scope("In the CC-SAM paper's Table 3, what does BGP report on iNaturalist 2018?") == "CC-SAM paper"
 
 
 def test_a_unit_holding_only_the_words_naming_the_document_is_no_answer():
