@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
-from schemas.chunk import CHART, HEADING, TABLE, TEXT
+from schemas.chunk import CHART, HEADING, INDEX, TABLE, TEXT
 from schemas.errors import LLMError
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, QAResult, Question
 from schemas.settings import Settings
@@ -78,6 +78,9 @@ _SENTENCE_END = re.compile(r"(?<=[。！？!?；;])|\n+|(?<=[.!?])\s+(?=[A-Z0-9\
 _PRONOUN_START = re.compile(r"^(?:(?:It|Its|This|These|They|Their|He|She|His|Her)\b|[它其他她]|由|并且|并|且|也|还)")
 MAX_SENTENCE_CHARS = 400
 MIN_SENTENCE_CHARS = 6  # shorter "sentences" are headings and labels
+# a table of contents' entry ("2 规范性引用文件", "附录A …") names a section: the answer only when the contents are asked
+_ASKS_CONTENTS = re.compile(r"\bcontents\b|\bTOC\b|目录|目次", re.IGNORECASE)
+_CONTENTS_ENTRY = re.compile(r"^\s*(?:\d+(?:\.\d+)*|附\s*录\s*[A-Z]|Appendix [A-Z])\s*\S.{0,40}$")
 # a table-of-contents entry: a dot leader, solid or spaced ("1.4.4 最大脉冲…..... 10", "2.1.6 Change … . . . . 10",
 # LaTeX's "⋅ ⋅ ⋅ ⋅")
 _TOC_LINE = re.compile(r"[.．·…⋅]{4,}\s*[0-9]*\s*$|(?:[.．·…⋅] ){4,}")
@@ -349,37 +352,60 @@ def _table_unit(question: str, chunk, subject: frozenset[str] = frozenset(), glo
 # unit of it holds them then, so they pick no sentence (the one restating the title) and no row
 # ("CC-SAM") within it
 SUBJECT_SHARE = 0.6
+COVER_CHUNKS = 3  # a document's first chunks with no heading above them are its cover
+_ASKS_TITLE = re.compile(r"\btitle\b|标题|题目|书名|名称", re.IGNORECASE)
 TITLE_SHARE = 0.8  # a heading or first line holding this share of the words is the document's own title
 TITLE_MAX_CHARS = 40  # a first line this short is a heading; a longer one is a sentence (that may cite a title)
 
 
 def _subject_terms(question: str, context: Context) -> dict[str, frozenset[str]]:
     """Per source of the context, the terms of the words naming the document the question asks about
-    (`tasks.qa.extract.scope_parts`) that name it: all of a way of naming it when a heading of it (or
-    a short first line) holds TITLE_SHARE of its terms — it is the document named — else, with ≥ 2
-    prose chunks in the context, those ≥ SUBJECT_SHARE of them hold."""
-    parts = [terms(part) for part in scope_parts(question)]
+    (`tasks.qa.extract.scope_parts`) that name it, with the Chinese only they translate to: all of a
+    way of naming it when a heading of it (or a short first line, or its cover: one of its first
+    chunks, before any heading) holds TITLE_SHARE of its terms — it is the document named — else,
+    with ≥ 2 prose chunks in the context, those ≥ SUBJECT_SHARE of them hold."""
+    found = scope_parts(question)
+    parts = [terms(part) for part in found]
     scope = frozenset().union(*parts)
     if not scope:
         return {}
+    # the Chinese the naming words translate to names a Chinese document ("Part 1" → 第1部分)
+    translated = _scope_glosses(question, found, context)
     held: dict[str, list[frozenset[str]]] = {}
     titles: dict[str, frozenset[str]] = {}
     for c in context.chunks:
         if c.chunk.chunk_type == TEXT:  # prose: a reference list or a table names other things
-            held.setdefault(c.source, []).append(terms(evidence_text(c.chunk)) & scope)
+            held.setdefault(c.source, []).append(terms(evidence_text(c.chunk)) & (scope | translated))
         if c.chunk.chunk_type in (TEXT, HEADING):
             first = c.chunk.content.split("\n", 1)[0]
             short_first = first if len(first) <= TITLE_MAX_CHARS else ""
-            head = terms(" ".join((c.chunk.title, c.chunk.section_path, short_first)))
+            # one of the first chunks, before the first heading, is the cover: it is where the document
+            # names itself (and what a question asking the title printed on it asks for)
+            cover = c.chunk.content if c.chunk.chunk_type == TEXT and not c.chunk.section_path \
+                and c.chunk.chunk_index < COVER_CHUNKS and not _ASKS_TITLE.search(question) else ""
+            head = terms(" ".join((c.chunk.title, c.chunk.section_path, short_first, cover)))
             # each way the question names it may be its title ("《…第12部分：设计》" of "《…》征求意见稿前言中")
             for named in (scope, *parts):
                 if named and len(head & named) >= TITLE_SHARE * len(named):
-                    titles[c.source] = titles.get(c.source, frozenset()) | named
+                    titles[c.source] = titles.get(c.source, frozenset()) | named | translated
     out = dict(titles)
-    for source, found in held.items():
-        if source not in titles and len(found) >= 2:
-            out[source] = frozenset(t for t in scope if sum(t in f for f in found) >= SUBJECT_SHARE * len(found))
+    for source, held_terms in held.items():
+        if source not in titles and len(held_terms) >= 2:
+            out[source] = frozenset(t for t in scope | translated
+                                    if sum(t in f for f in held_terms) >= SUBJECT_SHARE * len(held_terms))
     return out
+
+
+def _scope_glosses(question: str, parts: list[str], context: Context) -> frozenset[str]:
+    """The terms of the Chinese only the words naming the document translate to (not the rest of
+    the question's)."""
+    if not parts or not translatable(question):
+        return frozenset()
+    used = _vocabulary(context)
+    rest = question
+    for part in sorted(parts, key=len, reverse=True):
+        rest = rest.replace(part, " ")
+    return terms(" ".join(gloss_terms(" ".join(parts), used))) - terms(" ".join(gloss_terms(rest, used)))
 
 
 @lru_cache(maxsize=4096)
@@ -440,9 +466,13 @@ def _glossed(question: str, context: Context) -> str:
     (`tasks.qa.gloss`) written after it: what a Chinese unit or table row is matched by."""
     if not translatable(question):
         return question
-    used = frozenset().union(*(words(evidence_text(c.chunk)) for c in context.chunks))
-    glossed = gloss_terms(question, used)
+    glossed = gloss_terms(question, _vocabulary(context))
     return f"{question} {' '.join(dict.fromkeys(glossed))}" if glossed else question
+
+
+def _vocabulary(context: Context) -> frozenset[str]:
+    """The words the context's text uses: the glosses worth writing."""
+    return frozenset().union(*(words(evidence_text(c.chunk)) for c in context.chunks))
 
 
 class _Unit(NamedTuple):
@@ -584,6 +614,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     # a list the chunk before opens ("第十七条 职工代表大会工作机构的任务是:" ending it, "（一）…" after)
     openings = {(c.source, c.chunk.chunk_index): sentences(evidence_text(c.chunk))[-1] for c in context.chunks
                 if c.chunk.chunk_type not in GRIDS and evidence_text(c.chunk).rstrip().endswith((":", "："))}
+    contents_asked = bool(_ASKS_CONTENTS.search(question))
     units: list[_Unit] = []
     for order, c in enumerate(context.chunks):
         if c.chunk_id in catalogues:
@@ -591,6 +622,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
         # the Chinese an English question translates to matches a Chinese chunk only: a bilingual
         # datasheet's or an English paper's units are matched by the question's own words
         chinese = glossed is not question and _chinese(c.chunk.content)
+        contents_line = c.chunk.chunk_type == INDEX
         headings = {clean_text(h) for h in c.chunk.section_path.split(" > ") + [c.chunk.title] if h}
         credit = 0.1 * c.score / best_score
         # what names the document is held by each of its units: within it, the sentence restating
@@ -618,7 +650,8 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
             lead = setting or unit
             cleaned = clean_text(unit)
             is_heading = asked_heading is not None and bool(asked_heading.search(unit))
-            no_unit = len(cleaned) < MIN_SENTENCE_CHARS or cleaned in headings or _TOC_LINE.search(unit)
+            no_unit = len(cleaned) < MIN_SENTENCE_CHARS or cleaned in headings or _TOC_LINE.search(unit) \
+                or (contents_line and not contents_asked and _CONTENTS_ENTRY.match(unit))
             if no_unit and not is_heading:
                 continue
             if is_heading:

@@ -174,7 +174,9 @@ def test_extractive_answer_quotes_a_table_row_with_its_header_not_a_restated_que
 
 
 def _chunk(cid: str, content: str, kind: str = "table", **kw) -> Chunk:
-    return Chunk(content=content, chunk_type=kind, source=cid.rsplit("_", 1)[0], chunk_id=cid, **kw)
+    source, index = cid.rsplit("_", 1)
+    kw.setdefault("chunk_index", int(index) if index.isdigit() else 0)  # its place: the first ones are a cover
+    return Chunk(content=content, chunk_type=kind, source=source, chunk_id=cid, **kw)
 
 
 def test_a_table_row_of_the_document_the_question_names_beats_a_same_named_row_ranked_first():
@@ -224,6 +226,33 @@ def test_a_table_of_contents_line_is_not_an_answer():
 def _context(*scored: tuple[Chunk, float]) -> Context:
     """A context of these chunks with these fused scores."""
     return build_context([Candidate(c.chunk_id, score, chunk=c) for c, score in scored], S)
+
+
+def test_the_cover_restating_an_english_title_is_no_answer_unless_its_title_is_asked():
+    # nbt_npp_periodic_safety_review_part1_draft.docx: its cover (chunk 2, before any heading) prints the
+    # English title a question quotes; the clause it asks about says it in Chinese only
+    cover = _chunk("part1.docx_2", "NB/T XXXXX—XXXX\n核电厂定期安全评价\n第1部分：通用要求\nPreparation of periodic safety "
+                   "review for nuclear power plants—\nPart 1: General Requirements\n点击此处添加与国际标准一致性程度的标识", "text")
+    mode = _chunk("part1.docx_24", "5.3.1 PSR一般工作模式\n核电厂PSR通常每10年左右开展一次，每次持续4年左右时间，项目可划分为"
+                  "准备和执行两个阶段。", "text", section_path="核电厂定期安全评价 第1部分：通用要求 > 1.5.3 确定工作模式")
+    scope = _chunk("part1.docx_12", "本部分规定了核电厂定期安全评价的策划准备、评价执行等各阶段的工作内容和方法。", "text",
+                   section_path="核电厂定期安全评价 第1部分：通用要求 > 1.1 范围")
+    ctx = _context((cover, 0.6), (scope, 0.5), (mode, 0.45))
+    title = "the draft NB/T standard 'Periodic safety review for nuclear power plants — Part 1: General Requirements'"
+    assert extractive_answer(f"According to {title}, into which two phases can a PSR project be divided?", ctx,
+                             S).citations == ["part1.docx_24"]
+    asked_title = extractive_answer("What English title is printed on the cover of the draft energy-industry standard "
+                                    "on periodic safety review of nuclear power plants, Part 1?", ctx, S)
+    assert asked_title.citations == ["part1.docx_2"]
+
+
+def test_a_contents_entry_answers_only_a_question_about_the_contents():
+    contents = _chunk("part1.docx_6", "前言\n1 范围\n2 规范性引用文件\n3 术语和定义\n5 定期安全评价的策划和准备", "index")
+    drafting = _chunk("part1.docx_7", "本部分按照GB/T 1.1—2020《标准化工作导则 第1部分：标准化文件的结构和起草规则》的规定"
+                      "起草。", "text", section_path="前言")
+    ctx = _context((contents, 0.6), (drafting, 0.5))
+    assert extractive_answer("该标准中规范性引用文件的起草规则依据哪项标准？", ctx, S).citations == ["part1.docx_7"]
+    assert extractive_answer("该标准目次中第2章是规范性引用文件还是术语和定义？", ctx, S).citations == ["part1.docx_6"]
 
 
 def test_lines_a_pdf_wrapped_are_one_sentence_and_items_stay_apart():
