@@ -22,6 +22,7 @@ from pathlib import Path
 from schemas.ingest import ManifestEntry
 from schemas.settings import REINGEST_GROUPS, Settings
 from tasks.ingest.discover import Discovery, SourceFile
+from tasks.ingest.parse.ocr import LAYOUT_VERSION as OCR_LAYOUT_VERSION
 
 # Landed (DuckDB) and index states of a manifest row; the others describe the last attempt.
 LANDED, INDEXED, FAILED, REJECTED, DUPLICATE = "landed", "indexed", "failed", "rejected", "duplicate"
@@ -33,10 +34,13 @@ PIPELINE_VERSION = "1"
 
 def pipeline_key(settings: Settings) -> str:
     """The re-ingestion key: a hash of the settings groups that shape a document's chunks and
-    vectors (`REINGEST_GROUPS`). Retrieval, answer and runtime settings never force a re-ingest."""
+    vectors (`REINGEST_GROUPS`), the chunking code's version and the OCR backend's layout version (a
+    scheduled re-ingest after an upgrade gets its tables). Retrieval, answer and runtime settings
+    never force a re-ingest."""
     values = {name: str(value) for group in REINGEST_GROUPS
               for name, value in dataclasses.asdict(getattr(settings, group)).items()}
     values["version"] = PIPELINE_VERSION
+    values["ocr_layout"] = OCR_LAYOUT_VERSION
     return hashlib.md5(json.dumps(values, sort_keys=True).encode()).hexdigest()[:16]
 
 

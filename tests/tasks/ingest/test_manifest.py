@@ -136,3 +136,11 @@ def test_pipeline_key_follows_chunking_settings_only():
                                                                          task_runner="dask"))
     assert mf.pipeline_key(base) != mf.pipeline_key(base.replace(max_chunk_size=500))
     assert mf.pipeline_key(load_settings()) == mf.pipeline_key(load_settings().replace(max_file_mb=1))
+
+
+def test_a_new_ocr_layout_redoes_the_files_of_a_scheduled_reingest(tmp_path, monkeypatch):
+    """An upgrade whose OCR backend lays pages out anew (tables' columns, layout version 2) reaches a KB
+    re-ingested on a schedule: its files are no longer unchanged."""
+    before = mf.pipeline_key(Settings())
+    monkeypatch.setattr(mf, "OCR_LAYOUT_VERSION", "next")
+    assert mf.pipeline_key(Settings()) != before
