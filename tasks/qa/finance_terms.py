@@ -22,6 +22,8 @@ FINANCE_TERMS: dict[str, tuple[str, ...]] = {
     "prior period": ("上期",),
     "previous period": ("上期",),
     "same period": ("上年同期", "上期"),
+    "prior year period": ("上年同期", "上期"),
+    "previous year period": ("上年同期", "上期"),
     "previous year": ("上年", "上年度"),
     "prior year": ("上年", "上年度"),
     "last year": ("上年", "上年度"),
