@@ -62,7 +62,7 @@ _GLUED = re.compile(r"(?<=[A-Z])(?=[A-Z][a-z])")
 _CLAUSE_END = re.compile(r"(?<=[，；：])|(?<=[;:])(?![0-9])|(?<=[^0-9][;:])")
 # the question asks for a number, a date or a time: the clause that answers it holds a digit
 _ASKS_NUMBER = re.compile(r"多少|几[个年月天日次岁人项条种周倍]|多大|多长|多久|how many|how much|how long|how often"
-                          r"|within what|what period", re.IGNORECASE)
+                          r"|within what|what period|what percentage|by what (?:percent|factor|margin)", re.IGNORECASE)
 # "when" asks only opening the question ("When was …"), not as a conjunction ("… lose when stored for 30 days")
 _ASKS_DATE = re.compile(r"哪一?年|哪一?天|哪个月|何时|什么时候|日期|which year|what year|what date|^\s*when\b",
                         re.IGNORECASE)
@@ -445,6 +445,7 @@ def _symbol(text: str) -> str:
     return plain.translate(_OCR_LOOKALIKES) if len(plain) <= 3 else plain
 
 
+_LONE_DIGIT = re.compile(r"\d")
 _SYMBOL_DIGIT = re.compile(r"(?<=[A-Za-z])\d(?![\d.])")  # part of a symbol, no number: OCR's "A1" for "Al", "H2"
 
 
@@ -462,7 +463,8 @@ def _column_score(header: str, question_terms: set[str], question_numbers: set[s
         score += WRITTEN_COLUMN_BONUS
     if header and _symbol(header.split()[-1]) in symbols:
         score += 2.0  # "钒（V）", "vanadium": the symbol the question writes in brackets or names, which terms miss
-    own = {n for n in _numbers(_SYMBOL_DIGIT.sub("", header)) if len(n) > 1}  # not OCR's "0" for "O"
+    own = _numbers(_SYMBOL_DIGIT.sub("", header)) if not _LONE_DIGIT.fullmatch(header.split()[-1] if header else "") \
+        else set()  # OCR's "0" for the element O names no number
     if own and question_numbers:
         if own <= question_numbers:
             score += 2.0

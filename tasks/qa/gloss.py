@@ -23,7 +23,7 @@ from importlib.resources import files
 from tasks.common.text import STOP_WORDS, tokenize
 from tasks.qa.finance_terms import FINANCE_TERMS
 
-MAX_PHRASE_WORDS = 3  # "working capital", "cash flow statement": a phrase's gloss before its words'
+MAX_PHRASE_WORDS = 4  # "working capital", "end of the period": a phrase's gloss before its words'
 MAX_GLOSSES_PER_PHRASE = 3  # the longest headwords the corpus holds: the most specific senses
 MIN_HEADWORD_CHARS = 2  # a lone character ("内", "后") matches everywhere and says nothing
 MAX_CJK_SHARE = 0.3  # a question with more Chinese than this is read by BM25 as it is
@@ -148,7 +148,11 @@ def _in_vocabulary(term: str, vocabulary: Collection[str], whole: bool = True) -
         return [term]
     held = [w for w in dict.fromkeys(tokenize(term)) if len(w) >= MIN_HEADWORD_CHARS and w in vocabulary]
     covered = {i for w in held for start in _starts(term, w) for i in range(start, start + len(w))}
+    covered |= {i for i, ch in enumerate(term) if ch in _JOINERS}  # "研究及开发费用": 及 is no index term
     return held if len(covered) == len(term) or not whole else []
+
+
+_JOINERS = frozenset("及和与之的")
 
 
 def _starts(text: str, word: str) -> list[int]:

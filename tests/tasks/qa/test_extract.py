@@ -40,6 +40,13 @@ def test_the_beginning_of_the_year_is_the_opening_balance(tables):
     assert (cell.header, cell.value) == ("期初余额", "10,206,134,000.00")
 
 
+def test_by_what_percentage_takes_the_change_rate_not_the_reason(tables):
+    changes = table_with(tables["byd_2025q1_quarterly_report"], "研究及开发费用")
+    cell = table_cell("By what percentage did BYD's research and development expenses rise year on year in "
+                      "January–March 2025?", changes.content, glosses="研发 费用 研究 开发 变动")
+    assert (cell.label, cell.header, cell.value) == ("研究及开发费用", "变动率", "34.04%")
+
+
 @pytest.fixture(scope="module")
 def alloy_table(tmp_path_factory):
     """GB/T 3620.1's table 1 (continued), a page printed sideways, as the OCR backend writes it."""

@@ -104,6 +104,15 @@ def test_statement_periods_and_other_activities_are_glossed():
                                                    "activities?", vocabulary))
 
 
+def test_a_four_word_period_and_a_line_item_joined_by_ji_are_glossed():
+    # BYD's balance sheet and income-statement change table, as BM25 indexes them
+    vocabulary = set(tokenize("期初余额 期末余额 研究及开发费用"))
+    assert "期末" in gloss_terms("What were total current liabilities at the end of the period?", vocabulary)
+    # "研究及开发费用" is indexed as 研究, 开发, 费用: 及 is no index term, and the words cover the rest
+    assert {"研究", "开发", "费用"} <= set(gloss_terms("How much did research and development expenses rise?",
+                                                  vocabulary))
+
+
 def test_a_numbered_article_is_glossed_as_the_chinese_laws_numbering():
     assert [chinese_numeral(n) for n in (9, 16, 20, 109, 718, 1005)] == ["九", "十六", "二十", "一百零九", "七百一十八",
                                                                         "一千零五"]
