@@ -426,6 +426,7 @@ ELEMENTS = {"Al": ("aluminium", "aluminum", "铝"), "B": ("boron", "硼"), "C": 
 _ELEMENT_NAME = re.compile("|".join(rf"\b{n}\b" if n.isascii() else n for names in ELEMENTS.values() for n in names),
                            re.IGNORECASE)
 _SYMBOL_OF = {n: symbol for symbol, names in ELEMENTS.items() for n in names}
+_ELEMENT_SYMBOL = re.compile(rf"(?<![A-Za-z0-9.\-])(?:{'|'.join(s for s in ELEMENTS if len(s) > 1)})(?![A-Za-z0-9])")
 
 
 @lru_cache(maxsize=4096)
@@ -433,7 +434,8 @@ def _symbols_asked(question: str) -> frozenset[str]:
     """What a question writes in brackets, short ("（V）", "(Cr)"), and the symbols of the elements
     it names ("vanadium", "钒"): the headers of a composition table's columns."""
     named = [_SYMBOL_OF[m.group().lower()] for m in _ELEMENT_NAME.finditer(question)]
-    return frozenset(_symbol(m) for m in [*re.findall(r"\(([^()]{1,12})\)", _plain(question)), *named])
+    written = _ELEMENT_SYMBOL.findall(question)  # "中Mo的含量", not the Mo of "Ti-32Mo"
+    return frozenset(_symbol(m) for m in [*re.findall(r"\(([^()]{1,12})\)", _plain(question)), *named, *written])
 
 
 _OCR_LOOKALIKES = str.maketrans("10i", "lol")
@@ -693,7 +695,7 @@ def focus(question: str) -> str:
 # where a question says which document it asks about: a 《title》, a leading "X中，" / "X里的" / "X上的" /
 # "根据X，" / "X这项标准", or "In the X paper, …" / "In the X's table, …" / "… in the X paper's table"
 _SCOPE_TITLE = re.compile(r"《([^》]+)》")
-_SCOPE_CJK = re.compile(r"^\s*(.{2,40}?)(?:中|里|上)(?:，|,|的)|^\s*(?:根据|按照|依据)(.{2,40}?)(?:，|,)"
+_SCOPE_CJK = re.compile(r"^\s*(.{2,40}?)(?:中|里|上)(?:，|,|的)|^\s*(?:根据|按照|依据|按)(.{2,40}?)(?:，|,)"
                         r"|^\s*(.{2,40}?)这(?:项|份|个|篇|部|本)")
 _SCOPE_EN = re.compile(r"^\s*(?:in|from|according to)\s+(?:the\s+)?(.{2,80}?)(?:'s\b|’s\b|,)"
                        r"|\b(?:in|from|of) the (\S+(?: \S+)?)(?:'s|’s)? (?:paper|report|document|datasheet|standard|manual)\b",

@@ -519,8 +519,10 @@ def _table_grid(line_rows: list[list[OcrLine]]) -> list[list[str]]:
                 hits[0][0], hits[0][1] = min(hits[0][0], atom.x0), max(hits[0][1], atom.x1)
     columns.sort()
     grid = []
-    for row, line_row in zip(rows, line_rows):
-        if not columns or (len(line_row) == 1 and _across(line_row[0], columns)):
+    # a lone line above the table's first row of several lines is its title or unit ("化学成分（质量分数）/%")
+    first = next((i for i, lr in enumerate(line_rows) if len(lr) > 1), len(line_rows))
+    for i, (row, line_row) in enumerate(zip(rows, line_rows)):
+        if not columns or (len(line_row) == 1 and (i < first or _across(line_row[0], columns))):
             grid.append([line_row[0].text] if len(line_row) == 1 else [a.text for a in row])
             continue
         cells: list[list[_Atom]] = [[] for _ in columns]

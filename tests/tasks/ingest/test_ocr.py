@@ -171,6 +171,8 @@ def test_the_scanned_alloy_table_reads_each_value_under_its_element(tmp_path):
     assert (row["TA23-1"][fe], row["TA23-1"][zr]) == ("0.8~1.1", "1.7~2.3")
     assert row["TA21"][header.index("Mn")] == "0.5~1.3"  # read upside down ("ε1~$°0") before
     assert not any(ch in cell for r in grid for cell in r for ch in "ε$′°")
+    # the unit line above the header rows is across the table, no column's header
+    assert ["化学成分（质量分数）/%"] in grid
 
 
 # ---------------------------------------------------------------- the backend through parse_source

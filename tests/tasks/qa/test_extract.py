@@ -69,6 +69,7 @@ def test_a_scanned_composition_table_answers_under_the_element_asked(alloy_table
     assert cell("What aluminium content range does TA21 (Ti-1Al-1Mn) have in Table 1 of GB/T 3620.1-2016?").value \
         == "0.4~1.5"
     assert cell("按GB/T 3620.1—2016，TA24钛合金（Ti-3Al-2Mo-2Zr）中钼的含量范围是多少？").value == "1.0~2.5"
+    assert cell("GB/T 3620.1—2016表1中TA31中Mo的含量范围是多少？").value == "0.6~1.5"  # the symbol written bare
     # a symbol the row's own name writes ("TA29" holds "Ta") is still the column asked
     assert cell("按GB/T 3620.1—2016，TA29钛合金中钽（Ta）的含量范围是多少？").value == "1.3~1.7"
 
