@@ -470,6 +470,14 @@ def _glossed(question: str, context: Context) -> str:
     return f"{question} {' '.join(dict.fromkeys(glossed))}" if glossed else question
 
 
+def _in_list_of(unit: _Unit, opener: _Unit, context: Context) -> bool:
+    """Does `unit` stand after the line `opener`, in its chunk or in the chunk right after it?"""
+    if unit.order == opener.order:
+        return unit.pos > opener.pos
+    a, b = context.chunks[opener.order].chunk, context.chunks[unit.order].chunk
+    return a.source == b.source and b.chunk_index == a.chunk_index + 1
+
+
 def _vocabulary(context: Context) -> frozenset[str]:
     """The words the context's text uses: the glosses worth writing."""
     return frozenset().union(*(words(evidence_text(c.chunk)) for c in context.chunks))
@@ -711,6 +719,14 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
             picked.append((unit, chunk_id))
         if len(picked) == a.extractive_max_sentences:
             break
+    opener = units[scored[0][-1]]
+    if opener.sentence and opener.text.rstrip().endswith((":", "：")):
+        # a line opening a list ("The following CL commands can be used to …:") answers with the item
+        # of its list the question asks for, in its chunk or the next one
+        item = next(((unit, cid) for _, _, _, unit, cid, i in scored[1:]
+                     if _in_list_of(units[i], opener, context)), None)
+        if item is not None and item not in picked:
+            picked.append(item)
     asked = answers_what_is_asked(question)
     if asked is not None and not any(asked(unit) for unit, _ in picked):
         # the question asks a number, a date or an address the quoted units lack: add the best unit

@@ -246,6 +246,18 @@ def test_the_cover_restating_an_english_title_is_no_answer_unless_its_title_is_a
     assert asked_title.citations == ["part1.docx_2"]
 
 
+def test_a_line_opening_a_list_answers_with_the_item_asked():
+    # redp5110_sampled.pdf: the line opening the list ends chunk 37, the list is chunk 38
+    opener = _chunk("redp5110.pdf_37", "2.1.6 Change Function Usage CL command\nThe following CL commands can be used to "
+                    "work with, display, or change function usage IDs:", "text", section_path="2.1.6 Change Function Usage")
+    commands = _chunk("redp5110.pdf_38", "Work Function Usage (WRKFCNUSG)\nChange Function Usage (CHGFCNUSG)\n"
+                      "Display Function Usage (DSPFCNUSG)", "list", section_path="2.1.6 Change Function Usage")
+    answer = extractive_answer("Which CL command is used to work with function usage IDs?",
+                               _context((opener, 0.7), (commands, 0.6)), S)
+    assert answer.citations == ["redp5110.pdf_37", "redp5110.pdf_38"] and "WRKFCNUSG" in answer.text
+    assert "CHGFCNUSG" not in answer.text
+
+
 def test_a_contents_entry_answers_only_a_question_about_the_contents():
     contents = _chunk("part1.docx_6", "前言\n1 范围\n2 规范性引用文件\n3 术语和定义\n5 定期安全评价的策划和准备", "index")
     drafting = _chunk("part1.docx_7", "本部分按照GB/T 1.1—2020《标准化工作导则 第1部分：标准化文件的结构和起草规则》的规定"
