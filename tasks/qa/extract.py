@@ -667,18 +667,21 @@ def shortest_clause(question: str, sentence: str) -> str:
 
 
 _ASKED_AT = re.compile(r"是多少|多少|是几|几[个年月天日次岁人项条种周倍]|是什么|什么|是哪|哪[一个些家年天]|是谁|谁|何时|多大|多长|是否")
-# "What is the weight of the cell?" → "weight"; "What does X stand for?" names no focus
+# "What is the weight of the cell?" → "weight"
 _ASKED_EN = re.compile(r"\s*(?:what|which|who)\s+(?:is|are|was|were)\s+(?:the\s+|an?\s+)?(.+?)\s+(?:of|for|in|on|at|that|when)\b",
                        re.IGNORECASE)
 _FOCUS_START = re.compile(r".*[的，,、：:；;。？?]|.*中|.*里")
-_MEANS = re.compile(r"(?:指的|是指|指)$")  # "X指的是什么", "X是指什么": X is asked about
+_MEANS = re.compile(r"(?:指的|是指|指|代表|表示|的含义|的意思|的全称)$")  # "X指的是什么", "SF代表什么": X is asked about
+# "What (Chinese term) does SF stand for?", "What does PSR mean?": the abbreviation asked about
+_STANDS_FOR = re.compile(r"\bwhat\s+(?:[\w-]+\s+){0,2}does\s+(?:the\s+)?(?:abbreviation\s+|acronym\s+|symbol\s+)?"
+                         r"['\"“‘]?([\w./-]{1,20}?)['\"”’]?\s+(?:stand\s+for|mean|denote)\b", re.IGNORECASE)
 
 
 def focus(question: str) -> str:
     """The words a Chinese question asks about: what stands right before its asking word, after the
     last "的" or clause mark ("三季度末某服装企业的存货周转天数是多少天" → "存货周转天数"), or right after
     an opening asking word ("哪一年…"); in English, X of "What is the X of …" ("" for other forms)."""
-    english = _ASKED_EN.match(question or "")
+    english = _ASKED_EN.match(question or "") or _STANDS_FOR.search(question or "")
     if english:
         return english.group(1).strip()
     m = _ASKED_AT.search(question or "")

@@ -207,6 +207,10 @@ def test_focus_is_what_stands_before_the_asking_word():
     assert focus("What is the weight of the cell?") == "weight"
     assert focus("How many calories per portion do berries have?") == ""
     assert focus("征求意见稿的缩略语中，PSA指的是什么？") == focus("PSA是指什么？") == "PSA"
+    # an abbreviation asked what it stands for is what is asked about: its glossary line answers
+    assert focus("征求意见稿的缩略语中，SF代表什么？") == "SF"
+    assert focus("In the abbreviation list of the draft, what Chinese term does SF stand for?") == "SF"
+    assert focus("What does PSR mean?") == "PSR"
 
 
 def test_a_glossary_line_opening_with_what_is_asked_answers_it(tmp_path):
