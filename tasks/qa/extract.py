@@ -463,10 +463,10 @@ def _column_score(header: str, question_terms: set[str], question_numbers: set[s
     score = named(header, question_terms) + (1.0 if meaning and _DESCRIPTION_HEADER.search(header) else 0.0)
     if score > 0 and len(_plain(header)) >= 2 and _plain(header) in asked:
         score += WRITTEN_COLUMN_BONUS
-    if header and _symbol(header.split()[-1]) in symbols:
+    leaf = header.split()[-1] if header.strip() else ""  # under its group headers ("主要成分 Fe": Fe)
+    if leaf and _symbol(leaf) in symbols:
         score += 2.0  # "钒（V）", "vanadium": the symbol the question writes in brackets or names, which terms miss
-    own = _numbers(_SYMBOL_DIGIT.sub("", header)) if not _LONE_DIGIT.fullmatch(header.split()[-1] if header else "") \
-        else set()  # OCR's "0" for the element O names no number
+    own = set() if _LONE_DIGIT.fullmatch(leaf) else _numbers(_SYMBOL_DIGIT.sub("", header))  # OCR's "0" is O
     if own and question_numbers:
         if own <= question_numbers:
             score += 2.0

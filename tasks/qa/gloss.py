@@ -27,6 +27,7 @@ MAX_PHRASE_WORDS = 4  # "working capital", "end of the period": a phrase's gloss
 MAX_GLOSSES_PER_PHRASE = 3  # the longest headwords the corpus holds: the most specific senses
 MIN_HEADWORD_CHARS = 2  # a lone character ("内", "后") matches everywhere and says nothing
 MAX_CJK_SHARE = 0.3  # a question with more Chinese than this is read by BM25 as it is
+_JOINERS = frozenset("及和与之的")  # characters joining a line item's words that BM25 indexes no term for
 _ENTRY = re.compile(r"^\S+ (\S+) \[[^\]]*\] /(.*)/$")
 _SENSE_NOISE = re.compile(r"\([^)]*\)|\b(?:sth|sb|etc)\b\.?")
 _WORD = re.compile(r"[a-z]+")
@@ -150,9 +151,6 @@ def _in_vocabulary(term: str, vocabulary: Collection[str], whole: bool = True) -
     covered = {i for w in held for start in _starts(term, w) for i in range(start, start + len(w))}
     covered |= {i for i, ch in enumerate(term) if ch in _JOINERS}  # "研究及开发费用": 及 is no index term
     return held if len(covered) == len(term) or not whole else []
-
-
-_JOINERS = frozenset("及和与之的")
 
 
 def _starts(text: str, word: str) -> list[int]:
