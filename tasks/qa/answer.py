@@ -588,10 +588,11 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     terms its document's text names and no table does, `_document_terms`: the company whose
     balance sheet it is), a sentence with its shortest clause that carries the answer
     (`extractive_clauses`; else the whole sentence). A restated question ("问：…？"), a bare
-    heading and a table-of-contents line are not answers: they are discounted / skipped. The words
-    naming the document the question asks about (`_subject_terms`) are held by each of its units.
-    When the question asks a number or a date the quoted units lack, the best unit holding one is
-    added (if it scores ≥ SECOND_UNIT_RATIO of the best). An English question reads a Chinese chunk
+    heading and a table-of-contents line (or entry, unless the contents are asked) are not answers:
+    they are discounted / skipped. The words naming the document the question asks about
+    (`_subject_terms`) are held by each of its units. When the question asks a number or a date the
+    quoted units lack, the best unit holding one is added (if it scores ≥ SECOND_UNIT_RATIO of the
+    best); a best line opening a list (ending ":") is quoted with the best item of its list. An English question reads a Chinese chunk
     by the Chinese its words translate to (`_glossed`, at GLOSS_WEIGHT); a question asking a list's
     n-th item ("the seventh", "the last", numbered "(二)" or "2.", its list's opening line read with
     it, even from the chunk before) gives that item ORDINAL_BONUS, and one asking what comes right
