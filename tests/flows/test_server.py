@@ -40,3 +40,25 @@ def test_an_explicit_api_url_wins(tmp_path, monkeypatch):
     monkeypatch.setenv("PREFECT_API_URL", "http://prefect.example:4200/api")
     _record(tmp_path, "http://127.0.0.1:1/api", os.getpid())
     assert server.use_running_server(tmp_path) == "http://prefect.example:4200/api"
+
+
+def test_the_temporary_server_stops_after_prefects_queued_logs_and_events_are_sent(monkeypatch):
+    """Prefect's workers drain in its own exit handler, which may run after the server's stop: the
+    last logs then failed ("--- Error logging to API ---" after `kbflow ask`'s results)."""
+    import sys
+    import types
+
+    calls = []
+
+    def worker(name):
+        return type(name, (), {"drain_all": classmethod(lambda cls, timeout=None: calls.append(cls.__name__))})
+
+    for module, name in (("prefect.logging.handlers", "APILogWorker"), ("prefect.events.worker", "EventsWorker")):
+        monkeypatch.setitem(sys.modules, module, types.SimpleNamespace(**{name: worker(name)}))
+    process = types.SimpleNamespace(poll=lambda: None, terminate=lambda: calls.append("terminate"))
+    server.TemporaryServer.stop(types.SimpleNamespace(process=process))
+    assert calls == ["APILogWorker", "EventsWorker", "terminate"]
+    # a server already gone is not waited on
+    calls.clear()
+    server.TemporaryServer.stop(types.SimpleNamespace(process=types.SimpleNamespace(poll=lambda: 0)))
+    assert calls == []
