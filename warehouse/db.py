@@ -334,12 +334,12 @@ def record_kb_root(db_path: Path, root: KBRoot) -> None:
         _insert(con, "kb_roots", pa.Table.from_pylist([asdict(root)], schema=KB_ROOT_SCHEMA))
 
 
-def landed_documents(db_path: Path, kb: str) -> dict[str, tuple[str, str]]:
-    """source → (doc_md5, chunks_path) of the documents `kb` holds."""
+def landed_documents(db_path: Path, kb: str) -> dict[str, tuple[str, str, str]]:
+    """source → (doc_md5, chunks_path, parser_version) of the documents `kb` holds."""
     if not db_path.exists():
         return {}
-    _, rows = query(db_path, "SELECT source, doc_md5, chunks_path FROM documents WHERE kb = ?", [kb])
-    return {source: (md5, path) for source, md5, path in rows}
+    _, rows = query(db_path, "SELECT source, doc_md5, chunks_path, parser_version FROM documents WHERE kb = ?", [kb])
+    return {source: (md5, path, version or "") for source, md5, path, version in rows}
 
 
 def query(db_path: Path, sql: str, params: list[Any] | None = None) -> tuple[list[str], list[tuple]]:

@@ -204,9 +204,8 @@ class IngestLedger:
         rechunk = sum(1 for t in plan.todo if (e := self._by_path.get(str(t.src.path))) is not None
                       and e.md5 == t.src.md5 and e.pipeline_key and e.pipeline_key != self.pipeline_key)
         if rechunk:  # said before any work starts: the operator can stop it
-            self.log.warning("settings that shape chunks or vectors ([ingest], [index], [llm]) or kbflow's chunking or "
-                             "OCR layout version changed since the last ingest of kb %r: %d document(s) will be "
-                             "re-chunked and re-embedded", self.kb, rechunk)
+            self.log.warning("settings that shape chunks or vectors ([ingest], [index], [llm]) changed since the last "
+                             "ingest of kb %r: %d document(s) will be re-chunked and re-embedded", self.kb, rechunk)
         for root in plan.kept_roots:
             self.log.warning("%s found no files: nothing under it is removed from kb %r (an unmounted share must "
                              "not empty the KB; use `kbflow rm` to delete documents)", root, self.kb)

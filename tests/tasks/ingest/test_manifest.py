@@ -30,12 +30,12 @@ def _corpus(tmp_path: Path) -> tuple[Path, dict[str, Path]]:
     return root, files
 
 
-def _landed(tmp_path: Path, **md5_by_source: str) -> dict[str, tuple[str, str]]:
+def _landed(tmp_path: Path, parser_version: str = "4.0.12", **md5_by_source: str) -> dict[str, tuple[str, str, str]]:
     out = {}
     for source, md5 in md5_by_source.items():
         parquet = tmp_path / f"{md5}.parquet"
         parquet.write_bytes(b"x")
-        out[source.replace("__", "/")] = (md5, str(parquet))
+        out[source.replace("__", "/")] = (md5, str(parquet), parser_version)
     return out
 
 
@@ -138,9 +138,17 @@ def test_pipeline_key_follows_chunking_settings_only():
     assert mf.pipeline_key(load_settings()) == mf.pipeline_key(load_settings().replace(max_file_mb=1))
 
 
-def test_a_new_ocr_layout_redoes_the_files_of_a_scheduled_reingest(tmp_path, monkeypatch):
+def test_a_scheduled_reingest_reads_again_what_an_older_ocr_layout_read_and_nothing_else(tmp_path):
     """An upgrade whose OCR backend lays pages out anew (tables' columns, layout version 2) reaches a KB
-    re-ingested on a schedule: its files are no longer unchanged."""
-    before = mf.pipeline_key(Settings())
-    monkeypatch.setattr(mf, "OCR_LAYOUT_VERSION", "next")
-    assert mf.pipeline_key(Settings()) != before
+    re-ingested on a schedule: its scanned documents are read again, its text documents stay."""
+    root, f = _corpus(tmp_path)
+    found = Discovery(sources=[_src(f["a.md"], root, "A"), _src(f["b.md"], root, "B"), _src(f["sub/c.md"], root, "C")])
+    manifest = [_entry(f["a.md"], "a.md", "A"), _entry(f["b.md"], "b.md", "B"), _entry(f["sub/c.md"], "sub/c.md", "C")]
+    ocr = f"{mf.OCR_ENGINE}-0.0.22/det2400/layout{{}}/rule1/dpi144"
+    landed = {**_landed(tmp_path, **{"a.md": "A"}),  # MinerU alone
+              **_landed(tmp_path, "4.0.12+" + ocr.format("1"), **{"b.md": "B"}),  # scanned pages, layout 1
+              **_landed(tmp_path, ocr.format(mf.OCR_LAYOUT_VERSION), **{"sub/c.md": "C"})}
+    plan = mf.plan_reingest([str(root)], found, manifest, landed, KEY)
+    assert sorted(s.source for s, _ in plan.skipped) == ["a.md", "sub/c.md"]
+    assert [(t.src.source, t.change) for t in plan.todo] == [("b.md", mf.CHANGED)]
+    assert mf.OCR_LAYOUT_VERSION != "1"  # this kbflow's layout is not the one that read b.md
