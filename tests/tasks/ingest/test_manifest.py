@@ -8,6 +8,7 @@ from pathlib import Path
 from schemas.ingest import ManifestEntry
 from schemas.settings import Settings, load_settings
 from tasks.ingest import manifest as mf
+from tasks.ingest.parse import ocr as ocr_backend
 from tasks.ingest.discover import Discovery, Rejection, SourceFile
 
 KEY = "k1"
@@ -144,11 +145,11 @@ def test_a_scheduled_reingest_reads_again_what_an_older_ocr_layout_read_and_noth
     root, f = _corpus(tmp_path)
     found = Discovery(sources=[_src(f["a.md"], root, "A"), _src(f["b.md"], root, "B"), _src(f["sub/c.md"], root, "C")])
     manifest = [_entry(f["a.md"], "a.md", "A"), _entry(f["b.md"], "b.md", "B"), _entry(f["sub/c.md"], "sub/c.md", "C")]
-    ocr = f"{mf.OCR_ENGINE}-0.0.22/det2400/layout{{}}/rule1/dpi144"
+    ocr = f"{ocr_backend.ENGINE}-0.0.22/det2400/layout{{}}/rule1/dpi144"
     landed = {**_landed(tmp_path, **{"a.md": "A"}),  # MinerU alone
               **_landed(tmp_path, "4.0.12+" + ocr.format("1"), **{"b.md": "B"}),  # scanned pages, layout 1
-              **_landed(tmp_path, ocr.format(mf.OCR_LAYOUT_VERSION), **{"sub/c.md": "C"})}
+              **_landed(tmp_path, ocr.format(ocr_backend.LAYOUT_VERSION), **{"sub/c.md": "C"})}
     plan = mf.plan_reingest([str(root)], found, manifest, landed, KEY)
     assert sorted(s.source for s, _ in plan.skipped) == ["a.md", "sub/c.md"]
     assert [(t.src.source, t.change) for t in plan.todo] == [("b.md", mf.CHANGED)]
-    assert mf.OCR_LAYOUT_VERSION != "1"  # this kbflow's layout is not the one that read b.md
+    assert ocr_backend.LAYOUT_VERSION != "1"  # this kbflow's layout is not the one that read b.md
