@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, replace
 from html.parser import HTMLParser
 
@@ -100,17 +101,11 @@ def table_grid(html: str) -> list[list[str]]:
     ("0" over two columns in each row) is not repeated."""
     parsed = _collect(html)
     n = len(parsed.rows)
-    owner: dict[tuple[int, int], _Cell] = {}
-    for r, (row, spans) in enumerate(zip(parsed.rows, parsed.spans)):
-        c = 0
-        for text, (colspan, rowspan) in zip(row, spans):
-            while (r, c) in owner:
-                c += 1
-            cell = _Cell(text, r, c, colspan)
-            for dr in range(min(rowspan, n - r)):
-                for dc in range(colspan):
-                    owner[(r + dr, c + dc)] = cell
-            c += colspan
+    owner = _place(parsed, set())
+    placeholders = _placeholders(parsed, owner)
+    if placeholders:
+        owner = _place(parsed, placeholders)
+    _unstack_labels(owner, n)
     width = 1 + max((c for _, c in owner), default=-1)
 
     def across(r: int) -> bool:  # one cell over every column of row r
@@ -127,6 +122,82 @@ def table_grid(html: str) -> list[list[str]]:
         else:
             part.append(r)
     return grid
+
+
+def _place(parsed: _RowCollector, skipped: set[tuple[int, int]]) -> dict[tuple[int, int], _Cell]:
+    """Each grid position's cell, spans laid out as HTML lays them out; `skipped` (row, cell number) are left out."""
+    n = len(parsed.rows)
+    owner: dict[tuple[int, int], _Cell] = {}
+    for r, (row, spans) in enumerate(zip(parsed.rows, parsed.spans)):
+        c = 0
+        for i, (text, (colspan, rowspan)) in enumerate(zip(row, spans)):
+            if (r, i) in skipped:
+                continue
+            while (r, c) in owner:
+                c += 1
+            cell = _Cell(text, r, c, colspan)
+            for dr in range(min(rowspan, n - r)):
+                for dc in range(colspan):
+                    owner[(r + dr, c + dc)] = cell
+            c += colspan
+    return owner
+
+
+def _placeholders(parsed: _RowCollector, owner: dict[tuple[int, int], _Cell]) -> set[tuple[int, int]]:
+    """Empty cells MinerU's table model put into a row by mistake, pushing its values past the table's last
+    column (`table_grid`): in a row reaching further than most rows do, the empty cells (not in the first
+    column) whose columns add up to exactly how far it overflows ("Places-LT | Balanced Softmax [40] | <empty> |
+    ResNet-152 | 42.0 …" under "Dataset | Method | Backbone | Many …"). A row that needs its empty cells
+    to reach that far keeps them."""
+    extents = [1 + max((c for (row, c) in owner if row == r), default=-1) for r in range(len(parsed.rows))]
+    usual = Counter(extents).most_common(1)[0][0] if extents else 0
+    out: set[tuple[int, int]] = set()
+    for r, spans in enumerate(parsed.spans):
+        own = sorted({id(cell): cell for cell in owner.values() if cell.row == r}.values(), key=lambda x: x.column)
+        over, found = extents[r] - usual, []
+        for i, cell in enumerate(own):
+            if over <= 0:
+                break
+            if cell.column and not cell.text and spans[i][1] == 1 and cell.columns <= over:
+                found.append((r, i))
+                over -= cell.columns
+        if found and over == 0 and extents[r] > usual:
+            out.update(found)
+    return out
+
+
+# where MinerU's table model writes the labels of rows stacked in one column into one cell ("OpenMax
+# [3]OLTR [32]" over two rows): a label ends at its citation, or an acronym glued to the next ("CEDecouple")
+_AFTER_CITATION = re.compile(r"(?<=\])\s*(?=[^\W\d_])")
+_GLUED_ACRONYM = re.compile(r"(?<=[A-Z]{2})(?=[A-Z][a-z])")
+
+
+def _stacked(text: str, rows: int) -> list[str] | None:
+    """The labels of `rows` rows written as one cell, one per row: parts ending at a citation, and when
+    there are too few, acronyms glued to the next label split off; None unless the parts are as many
+    as the rows, which says the cell stacks labels ("Balanced Softmax [40]" alone is one label)."""
+    parts = [p.strip() for p in _AFTER_CITATION.split(text) if p.strip()]
+    if 1 < len(parts) < rows:
+        parts = [q for p in parts for q in _GLUED_ACRONYM.split(p)]
+    return parts if len(parts) == rows > 1 else None
+
+
+def _unstack_labels(owner: dict[tuple[int, int], _Cell], n: int) -> None:
+    """Give each row its own label where one cell stacks the labels of the rows it spans (`_stacked`):
+    "ResLT [9]MiSLAS [62]GCL [26]" over three rows is ResLT's, MiSLAS's and GCL's row, not each row's
+    label. A row whose label stacks its own and the next rows' without a span is left as it is: which
+    of its values are whose, MinerU did not say."""
+    for (r, c), cell in list(owner.items()):
+        if cell.row != r or cell.column != c or "]" not in cell.text:
+            continue
+        rows = [r + dr for dr in range(n - r) if owner.get((r + dr, c)) is cell]
+        labels = _stacked(cell.text, len(rows))
+        if labels is None:
+            continue
+        for row, label in zip(rows, labels):
+            part = _Cell(label, row, c, cell.columns)
+            for dc in range(cell.columns):
+                owner[(row, c + dc)] = part
 
 
 def _part_rows(rows: list[int], owner: dict[tuple[int, int], _Cell], width: int) -> list[list[str]]:

@@ -107,6 +107,44 @@ def test_spans_of_the_real_cvpr_table_are_resolved():
     assert sum(r[0] == "ImageNet-LT" for r in rows) == 14
 
 
+def test_a_cell_stacking_the_labels_of_the_rows_it_spans_is_split_among_them():
+    # MinerU's table model writes the method names of booktabs rows with no rule between them as one
+    # rowspan cell; each label ends at its citation, an acronym glued to the next splits off
+    html = ('<table><tr><td>Method</td><td>Few</td></tr>'
+            '<tr><td rowspan="3">CEDecouple-τ-norm [20]Balanced Softmax [40]</td><td>8.2</td></tr>'
+            '<tr><td>31.8</td></tr><tr><td>30.5</td></tr>'
+            '<tr><td rowspan="2">Balanced Softmax [40]</td><td>1.0</td></tr><tr><td>2.0</td></tr>'
+            '<tr><td>VS + SAM [38] GCL [26]</td><td>46.60</td></tr><tr><td></td><td>48.71</td></tr></table>')
+    assert table_grid(html) == [["Method", "Few"], ["CE", "8.2"], ["Decouple-τ-norm [20]", "31.8"],
+                                ["Balanced Softmax [40]", "30.5"],
+                                # one label over two rows is each row's; labels stacked without a span
+                                # are left: which values are whose, MinerU did not say
+                                ["Balanced Softmax [40]", "1.0"], ["Balanced Softmax [40]", "2.0"],
+                                ["VS + SAM [38] GCL [26]", "46.60"], ["", "48.71"]]
+
+
+def test_empty_cells_pushing_a_row_past_the_last_column_are_dropped():
+    # a stray empty colspan pushes a row's values right of the header; a row that needs its blank
+    # field to reach that far (a form) keeps it
+    html = ('<table><tr><td>Method</td><td>Backbone</td><td>Many</td><td>Few</td></tr>'
+            '<tr><td>LADE</td><td>ResNet-152</td><td>42.8</td><td>31.2</td></tr>'
+            '<tr><td>RSG</td><td colspan="2"></td><td>ResNet-152</td><td>41.9</td><td>30.1</td></tr>'
+            '<tr><td>Note</td><td></td><td></td><td>x</td></tr></table>')
+    assert table_grid(html) == [["Method", "Backbone", "Many", "Few"], ["LADE", "ResNet-152", "42.8", "31.2"],
+                                ["RSG", "ResNet-152", "41.9", "30.1"], ["Note", "", "", "x"]]
+
+
+def test_the_real_cvpr_places_rows_each_have_their_method_and_their_columns():
+    content = json.loads(next(need(CVPR_DIR).glob("*content_list*.json")).read_text(encoding="utf-8"))
+    tables = {key: next(table_grid(item["table_body"]) for item in content if item.get("type") == "table"
+                        and key in item.get("table_body", "")) for key in ("iNaturalist", "OLTR")}
+    large = tables["iNaturalist"]
+    assert ["Places-LT", "Balanced Softmax [40]", "ResNet-152", "42.0", "39.3", "30.5", "38.6"] in large
+    assert ["Places-LT", "Decouple-τ-norm [20]", "ResNet-152", "37.8", "40.7", "31.8", "37.9"] in large
+    assert ["iNaturalist 2018", "BGP [49]", "ResNet-50", "70.0", "69.9", "69.6", "70.5"] in large
+    assert ["OLTR [32]", "41.9", "33.9", "17.4", "0.474", "44.6", "36.8", "25.2", "0.464"] in tables["OLTR"]
+
+
 def test_a_statement_title_ending_the_text_above_a_table_is_found():
     assert statement_title("法定代表人:王传福 会计机构负责人:刘惠3、合并现金流量表") == "3、合并现金流量表"
     assert statement_title("1、合并资产负债表编制单位:比亚迪股份有限公司") == "1、合并资产负债表"
