@@ -40,7 +40,7 @@ from tasks.qa.extract import (answers_what_is_asked, focus, form_lines, negated_
                               shortest_clause, table_cell, terms)
 from tasks.qa.filters import file_lists
 from tasks.common.text import bigram_hit_rate, bigrams, clean_text, tokenize
-from tasks.qa.gloss import gloss_terms, translatable
+from tasks.qa.gloss import english_glosses, gloss_terms, translatable
 from tasks.qa.types import Retrieval, evidence_text
 
 # seed 001 §8.2, with the citation form made explicit (our refs are chunk ids, not numbers)
@@ -397,15 +397,16 @@ def _subject_terms(question: str, context: Context) -> dict[str, frozenset[str]]
 
 
 def _scope_glosses(question: str, parts: list[str], context: Context) -> frozenset[str]:
-    """The terms of the Chinese only the words naming the document translate to (not the rest of
-    the question's)."""
-    if not parts or not translatable(question):
+    """The terms of the Chinese (of a Chinese question: the English) only the words naming the document
+    translate to (not the rest of the question's)."""
+    if not parts:
         return frozenset()
+    gloss = gloss_terms if translatable(question) else english_glosses
     used = _vocabulary(context)
     rest = question
     for part in sorted(parts, key=len, reverse=True):
         rest = rest.replace(part, " ")
-    return terms(" ".join(gloss_terms(" ".join(parts), used))) - terms(" ".join(gloss_terms(rest, used)))
+    return terms(" ".join(gloss(" ".join(parts), used))) - terms(" ".join(gloss(rest, used)))
 
 
 @lru_cache(maxsize=4096)
@@ -461,12 +462,21 @@ def _chinese(text: str) -> bool:
     return len(_ENGLISH_WORD.findall(text)) * 20 <= len(_CJK_CHAR.findall(text))
 
 
+@lru_cache(maxsize=65536)
+def _english(text: str) -> bool:
+    """English text, not Chinese or bilingual (a Chinese character for every 20 English words at most)."""
+    return len(_CJK_CHAR.findall(text)) * 20 <= len(_ENGLISH_WORD.findall(text))
+
+
 def _glossed(question: str, context: Context) -> str:
     """An English question with the Chinese its words translate to that the context's text uses
-    (`tasks.qa.gloss`) written after it: what a Chinese unit or table row is matched by."""
-    if not translatable(question):
-        return question
-    glossed = gloss_terms(question, _vocabulary(context))
+    (`tasks.qa.gloss`) written after it, a Chinese one with the English: what a unit or table row in
+    the other language is matched by."""
+    english = translatable(question)
+    if not any(_chinese(c.chunk.content) if english else _english(c.chunk.content) for c in context.chunks):
+        return question  # nothing to read in the other language
+    vocabulary = _vocabulary(context)
+    glossed = gloss_terms(question, vocabulary) if english else english_glosses(question, vocabulary)
     return f"{question} {' '.join(dict.fromkeys(glossed))}" if glossed else question
 
 
@@ -495,7 +505,7 @@ class _Unit(NamedTuple):
     text: str  # what is quoted
     chunk_id: str
     sentence: bool  # a sentence (may be cut to its clause), not a table unit
-    translated: bool = False  # matched by the Chinese an English question's words translate to too
+    translated: bool = False  # matched by what the question's words translate to too (the other language's)
     cell: bool = False  # a table's cell, matched by its row and column (`table_cell`), not by its own words
 
 
@@ -592,8 +602,9 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     they are discounted / skipped. The words naming the document the question asks about
     (`_subject_terms`) are held by each of its units. When the question asks a number or a date the
     quoted units lack, the best unit holding one is added (if it scores ≥ SECOND_UNIT_RATIO of the
-    best); a best line opening a list (ending ":") is quoted with the best item of its list. An English question reads a Chinese chunk
-    by the Chinese its words translate to (`_glossed`, at GLOSS_WEIGHT); a question asking a list's
+    best); a best line opening a list (ending ":") is quoted with the best item of its list. An English question
+    reads a Chinese chunk by the Chinese its words translate to, a Chinese question an English chunk by the
+    English (`_glossed`, at GLOSS_WEIGHT); a question asking a list's
     n-th item ("the seventh", "the last", numbered "(二)" or "2.", its list's opening line read with
     it, even from the chunk before) gives that item ORDINAL_BONUS, and one asking what comes right
     after a named item the unit after it; words naming another source of
@@ -603,6 +614,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     entry whole; a list of the corpus's files (`tasks.qa.filters.file_lists`) answers only questions
     about the files; a question asking a numbered heading's title takes its line (`heading_asked`)."""
     glossed = _glossed(question, context) if settings.retrieval.gloss_enabled and context.chunks else question
+    english = translatable(question)
     # the ordinal asked ("listed second") says which item, not what it says ("Second sub-item at this level")
     said_ordinal = terms(" ".join(_ENGLISH_ORDINAL.findall(question))) if asked_ordinal(question) else frozenset()
     q_plain = terms(question) - said_ordinal
@@ -617,7 +629,10 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     gloss_only, gloss_words = q - q_plain, qw - words(question)
     ordinal = asked_ordinal(question)
     asked_heading, headings_asked = heading_asked(question), set()
-    naming_only = scope_only_terms(question)
+    # a cover is no answer by the words naming the document, nor by their translation ("核电厂定期安全评价第12部分：
+    # 设计" of a Chinese question in a bilingual cover's "Periodic safety review for nuclear power plants")
+    naming_only = scope_only_terms(question) | (_scope_glosses(question, scope_parts(question), context)
+                                                if glossed is not question else frozenset())
     # a list of the corpus's files (a SOURCES.md) says nothing of what they say
     catalogues = {c.chunk_id for c in file_lists(question, context.chunks)}
     # a list the chunk before opens ("第十七条 职工代表大会工作机构的任务是:" ending it, "（一）…" after)
@@ -628,9 +643,9 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     for order, c in enumerate(context.chunks):
         if c.chunk_id in catalogues:
             continue
-        # the Chinese an English question translates to matches a Chinese chunk only: a bilingual
-        # datasheet's or an English paper's units are matched by the question's own words
-        chinese = glossed is not question and _chinese(c.chunk.content)
+        # the Chinese an English question translates to matches a Chinese chunk only, the English a Chinese
+        # one translates to an English or bilingual chunk only: others are matched by the question's own words
+        translated = glossed is not question and (_chinese(c.chunk.content) if english else _english(c.chunk.content))
         contents_line = c.chunk.chunk_type == INDEX
         headings = {clean_text(h) for h in c.chunk.section_path.split(" > ") + [c.chunk.title] if h}
         credit = 0.1 * c.score / best_score
@@ -638,9 +653,9 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
         # its title ("《…第12部分：设计》为上述15项标准之一") gains nothing from the question naming it
         subject, foreign = naming[c.source]
         subject_words = {w for w in qw if terms(w) and terms(w) <= subject}
-        foreign_words = {w for w in qw if terms(w) and terms(w) <= foreign} | (set() if chinese else gloss_words)
-        foreign = foreign if chinese else foreign | gloss_only
-        cell = _table_unit(question, c.chunk, subject | foreign, glossed[len(question):] if chinese else "") \
+        foreign_words = {w for w in qw if terms(w) and terms(w) <= foreign} | (set() if translated else gloss_words)
+        foreign = foreign if translated else foreign | (gloss_only - subject)  # its name is held in any language
+        cell = _table_unit(question, c.chunk, subject | foreign, glossed[len(question):] if translated else "") \
             if a.extractive_table_cells and c.chunk.chunk_type in GRIDS else None
         if cell is not None and _TOC_LINE.search(cell[1]):  # a contents table ("2.1.6 Change … . . . . | 10")
             continue
@@ -648,7 +663,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
             held = entity.get(c.source, set()) | subject
             named_words = words(cell[0]) | {w for w in qw if terms(w) and terms(w) <= held}
             units.append(_Unit((terms(cell[0]) - foreign) | held, named_words - foreign_words, cell[2], credit, order,
-                               0, cell[1], c.chunk_id, False, chinese, True))
+                               0, cell[1], c.chunk_id, False, translated, True))
         # beside its cell, a table answers with its notes ("注：…", a limit stated under it)
         quoted, lead = table_notes(c.chunk) if cell is not None else \
             evidence_units(c.chunk, ordinal is not None, openings.get((c.source, c.chunk.chunk_index - 1), "")), ""
@@ -673,7 +688,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
             units.append(_Unit(((terms(unit) - negated) | terms(setting) | subject) - foreign,
                                (unit_words | subject_words) - foreign_words,
                                -1.0 if restated else 0.0, credit, order, pos, unit, c.chunk_id,
-                               c.chunk.chunk_type not in GRIDS or " | " not in unit, chinese))
+                               c.chunk.chunk_type not in GRIDS or " | " not in unit, translated))
     # bigrams match across word boundaries ("自然人下落" → "人下"), so a unit is also scored on the
     # question's words ("死亡" decides between the articles on 失踪 and on 死亡, where bigrams tie), those
     # naming what is asked counting double ("存货周转天数" of "…的存货周转天数是多少天")

@@ -478,8 +478,9 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
     """The cell of a " | " table the question asks for, or None when no row label is named. The
     question's terms in `subject` name the document ("CC-SAM" of "in the CC-SAM paper, what does
     MiSLAS reach"): a row they name ranks below a row the question's other terms name. `glosses`:
-    the Chinese an English question's words translate to (`tasks.qa.gloss`); they name rows and
-    columns as its words do, but write no label out ("财务费用" of "shown under finance expenses")."""
+    the Chinese an English question's words translate to, or the English a Chinese one's do
+    (`tasks.qa.gloss`); they name rows and columns as its words do, but write no label out ("财务费用" of
+    "shown under finance expenses")."""
     q, q_numbers = terms(f"{question} {glosses}"), _numbers(question)
     wants_words = answers_what_is_asked(question) is None  # "原因是什么", not "多少" / "哪一年"
     best: tuple[float, Cell] | None = None

