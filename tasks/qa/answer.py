@@ -708,7 +708,10 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
             continue  # it holds only the words naming the document: a cover, a title restated
         # the share of the question's own terms: a Chinese unit holds translations in their stead (how many
         # of a word's glosses the context uses, and so how large q is, says nothing of the unit)
-        if len(shared) / len(q_plain) < a.extractive_min_overlap and i not in headings_asked:
+        # a cell whose row the question writes out and whose column it names needs no more of its terms (a
+        # question quoting an alloy's nominal composition "Ti-5.8Al-4Sn-3.5Zr-…" asks TA33's Ta cell)
+        if len(shared) / len(q_plain) < a.extractive_min_overlap and i not in headings_asked \
+                and not (cell and bonus >= 2 * CELL_BONUS):
             continue
         hit = (bigram_share(shared) + word_share(found_words & qw)) / 2 if qw else bigram_share(shared)
         if i in headings_asked:

@@ -439,6 +439,16 @@ def _symbols_asked(question: str) -> frozenset[str]:
 
 
 _OCR_LOOKALIKES = str.maketrans("10i", "lol")
+_PERIODIC_TABLE = frozenset(
+    "h he li be b c n o f ne na mg al si p s cl ar k ca sc ti v cr mn fe co ni cu zn ga ge as se br kr rb sr y zr "
+    "nb mo tc ru rh pd ag cd in sn sb te i xe cs ba la ce pr nd pm sm eu gd tb dy ho er tm yb lu hf ta w re os ir "
+    "pt au hg tl pb bi po at rn fr ra ac th pa u np pu am cm bk cf es fm md no lr".split())
+
+
+def _misread_symbol(header: str, symbols: frozenset[str]) -> bool:
+    """A header OCR read as no element at all, one letter off a symbol the question asks ("Zx" for Zr)."""
+    return len(header) == 2 and header not in _PERIODIC_TABLE and any(
+        len(s) == 2 and s[0] == header[0] for s in symbols)
 
 
 def _symbol(text: str) -> str:
@@ -451,19 +461,21 @@ _SYMBOL_DIGIT = re.compile(r"(?<=[A-Za-z])\d(?![\d.])")  # part of a symbol, no 
 
 
 def _column_score(header: str, question_terms: set[str], question_numbers: set[str], asked: str = "",
-                  meaning: bool = False, symbols: frozenset[str] = frozenset()) -> float:
+                  meaning: bool = False, symbols: frozenset[str] = frozenset(),
+                  missing: frozenset[str] = frozenset()) -> float:
     """How well the question names a column: its terms, +2 when every number of the header is in
     the question (a year, "2025/3/31" for "2025年3月31日"), -1 when both name years and they differ
     (a header's other numbers, "20%SOC", are conditions, not a miss), +WRITTEN_COLUMN_BONUS when the
     question (`asked`, `_plain`) names it and writes it out ("Series 5" of "Category 7 对应的 Series 5",
     not "Series 7"); +1 for a description column when the question asks what something means
     (`meaning`: "what does the value GROUP mean" is answered by "Description", not "Data type"); +2
-    for a header that is a symbol the question asks (`symbols`, `_symbols_asked`: "V" of "钒（V）")."""
+    for a header that is a symbol the question asks (`symbols`, `_symbols_asked`: "V" of "钒（V）"), or
+    OCR's misreading of one no header of the table is (`missing`: "Zx" for Zr)."""
     score = named(header, question_terms) + (1.0 if meaning and _DESCRIPTION_HEADER.search(header) else 0.0)
     if score > 0 and len(_plain(header)) >= 2 and _plain(header) in asked:
         score += WRITTEN_COLUMN_BONUS
     leaf = header.split()[-1] if header.strip() else ""  # under its group headers ("主要成分 Fe": Fe)
-    if leaf and _symbol(leaf) in symbols:
+    if leaf and (_symbol(leaf) in symbols or _misread_symbol(_symbol(leaf), missing)):
         score += 2.0  # "钒（V）", "vanadium": the symbol the question writes in brackets or names, which terms miss
     own = set() if len(leaf) == 1 and leaf.isdigit() else _numbers(_SYMBOL_DIGIT.sub("", header))  # OCR's "0": O
     if own and question_numbers:
@@ -501,7 +513,9 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
         # a block with a column saying the opposite of what is asked is the other table ("前10名无限售条件
         # 股东持股情况" for 有限售条件股份): none of its columns is named
         other_table = any(_opposite(h, question) for h in block_headers)
-        block_scores = [0.0 if other_table else _column_score(h, q | periods, q_numbers, asked, meaning, symbols)
+        missing = symbols - {_symbol(h.split()[-1]) for h in block_headers if h.strip()}
+        block_scores = [0.0 if other_table else
+                        _column_score(h, q | periods, q_numbers, asked, meaning, symbols, missing)
                         for h in block_headers]
         headers, col_scores, group_of = block_headers, block_scores, None
         for row, group in zip(data, _group_headers(data)):
@@ -512,7 +526,7 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
                 headers = block_headers if group is None else \
                     [g or (block_headers[j] if j < len(block_headers) else "") for j, g in enumerate(group)]
                 col_scores = block_scores if group is None else \
-                    [0.0 if other_table else _column_score(h, q | periods, q_numbers, asked, meaning, symbols)
+                    [0.0 if other_table else _column_score(h, q | periods, q_numbers, asked, meaning, symbols, missing)
                      for h in headers]
             # the label: the first cell, or the second after a "No." column ("1.1.1 | 电芯容量 | …"),
             # with the word cells after it that name the row too (a row group's "ImageNet-LT | CC-SAM

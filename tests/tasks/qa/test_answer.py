@@ -228,6 +228,17 @@ def _context(*scored: tuple[Chunk, float]) -> Context:
     return build_context([Candidate(c.chunk_id, score, chunk=c) for c, score in scored], S)
 
 
+def test_a_cell_whose_row_and_column_are_named_answers_a_question_quoting_a_long_composition():
+    # the question writes TA33's whole nominal composition: its row and column are named, yet the cell's
+    # label holds few of the question's many terms; the ASTM comparison table names none of them
+    alloys = _chunk("gbt3620.pdf_12", "牌号 | 名义化学成分 | Ti | Zr | Ta\nTA33 | Ti-5.8A1-4Sn-3,5Zr0.7Mo-0,5Nb-1.1Ta- | 余量 "
+                    "| 2.5 ~4.0 | 0.7~1.5\nTA34 | Ti-2A1-3.8Zr-1Mo | 余量 | 3.0 ~4.5 | ")
+    astm = _chunk("gbt3620.pdf_19", "本标准牌号 | ASTM标准\nTA3G | Grade 3(UNS Number R50550)")
+    question = "按GB/T 3620.1—2016表1，TA33钛合金（Ti-5.8Al-4Sn-3.5Zr-0.7Mo-0.5Nb-1.1Ta-0.4Si-0.06C）中钽（Ta）的含量范围是多少？"
+    answer = extractive_answer(question, _context((astm, 0.6), (alloys, 0.5)), S)
+    assert answer.text.startswith("TA33 — Ta: 0.7~1.5") and answer.citations[0] == "gbt3620.pdf_12"
+
+
 def test_the_cover_restating_an_english_title_is_no_answer_unless_its_title_is_asked():
     # nbt_npp_periodic_safety_review_part1_draft.docx: its cover (chunk 2, before any heading) prints the
     # English title a question quotes; the clause it asks about says it in Chinese only

@@ -74,6 +74,15 @@ def test_a_scanned_composition_table_answers_under_the_element_asked(alloy_table
     assert cell("按GB/T 3620.1—2016，TA29钛合金中钽（Ta）的含量范围是多少？").value == "1.3~1.7"
 
 
+def test_a_symbol_ocr_misread_heads_the_column_asked_unless_the_symbol_heads_one():
+    # GB/T 3620.1's table 1 as OCR read its first page: "Zx" for Zr; "S1" is no Sn when Sn heads a column
+    table = ("牌号 | 名义化学成分 | Ti | S1 | Zx | Sn\n"
+             "TA30 | Ti-5,5A1-3.5Sn-3Zr-1Nb-1Mo-0,3Si | 余量 | 0.20~0.35 | 2.4~3.5 | 3.0~3.8")
+    assert table_cell("按GB/T 3620.1—2016表1，TA30钛合金的锆（Zr）含量范围是多少？", table).value == "2.4~3.5"
+    assert table_cell("按GB/T 3620.1—2016表1，TA30钛合金的锡（Sn）含量范围是多少？", table).value == "3.0~3.8"
+    assert table_cell("按GB/T 3620.1—2016表1，TA30钛合金的铜（Cu）含量范围是多少？", table).header != "Zx"
+
+
 def test_balance_sheet_cell_by_row_and_column(tables):
     sheet = table_with(tables["byd_2025q1_quarterly_report"], "使用权资产")
     assert len(sheet.content) > 2500 and sheet.content.startswith("项目 | 期末余额 | 期初余额")
