@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -82,8 +83,8 @@ MIN_SENTENCE_CHARS = 6  # shorter "sentences" are headings and labels
 _ASKS_CONTENTS = re.compile(r"\bcontents\b|\bTOC\b|目录|目次", re.IGNORECASE)
 _CONTENTS_ENTRY = re.compile(r"^\s*(?:\d+(?:\.\d+)*|附\s*录\s*[A-Z]|Appendix [A-Z])\s*\S.{0,40}$")
 # a table-of-contents entry: a dot leader, solid or spaced ("1.4.4 最大脉冲…..... 10", "2.1.6 Change … . . . . 10",
-# LaTeX's "⋅ ⋅ ⋅ ⋅")
-_TOC_LINE = re.compile(r"[.．·…⋅]{4,}\s*[0-9]*\s*$|(?:[.．·…⋅] ){4,}")
+# LaTeX's "⋅ ⋅ ⋅ ⋅"), or Word's page number after a tab ("2 规范性引用文件\t1")
+_TOC_LINE = re.compile(r"[.．·…⋅]{4,}\s*[0-9]*\s*$|(?:[.．·…⋅] ){4,}|\S\t+(?:[0-9]+|[IVXivx]+)\s*$")
 GLOSS_WEIGHT = 0.5  # a term an English question holds only in CC-CEDICT's Chinese for its words (tasks.qa.gloss)
 FOCUS_WEIGHT = 2.0  # a question term naming what is asked (tasks.qa.extract.focus) weighs this much more
 LABEL_BONUS = 0.2  # a sentence giving what is asked about as "label: value"
@@ -571,6 +572,23 @@ def heading_asked(question: str) -> re.Pattern | None:
     return re.compile(rf"(?:^|(?<=\s))(?:appendix|附录)\s*{m.group(2)}\b\s*[:：.]?\s*\S", re.IGNORECASE)
 
 
+# a question asking what a symbol of a symbol list stands for ("the symbol h_T", "符号Cp对应的描述")
+_SYMBOL_ASKED = re.compile(r"(?:符号|\bsymbol)\s*[“\"'‘]?([A-Za-z\u0391-\u03c9][A-Za-z0-9_{}\u0391-\u03c9]{0,7})",
+                           re.IGNORECASE)
+
+
+def symbols_asked(question: str) -> frozenset[str]:
+    """The symbols the question asks about as written in a list of symbols ("h_T" → "hT", "δij")."""
+    return frozenset(re.sub(r"[_{}]", "", m.group(1)) for m in _SYMBOL_ASKED.finditer(question))
+
+
+def defines_symbol(line: str, symbols: frozenset[str]) -> bool:
+    """Is `line` a symbol list's entry for one of `symbols`: the symbol (math italics read as letters:
+    "𝐶𝑣" is Cv) and its description ("𝐶𝑣 specific heat capacity at constant volume m2 ⋅ s−2 ⋅ K−1")?"""
+    plain = unicodedata.normalize("NFKC", line).strip()
+    return any(plain.startswith(f"{s} ") and plain[len(s) + 1:len(s) + 2].isalpha() for s in symbols)
+
+
 def _is_item(units: Sequence[_Unit], i: int, ordinal: int) -> bool:
     """Whether units[i] is its list's item numbered `ordinal`, or its last item (LAST: the next item
     of its chunk is not numbered next)."""
@@ -612,7 +630,8 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     document (a cover restating its title) is none. A blank form is quoted row by row under its
     sections' titles (`tasks.qa.extract.form_lines`), a table's notes beside its cell, a reference
     entry whole; a list of the corpus's files (`tasks.qa.filters.file_lists`) answers only questions
-    about the files; a question asking a numbered heading's title takes its line (`heading_asked`)."""
+    about the files; a question asking a numbered heading's title takes its line (`heading_asked`), one
+    asking what a symbol stands for its symbol list's line (`defines_symbol`)."""
     glossed = _glossed(question, context) if settings.retrieval.gloss_enabled and context.chunks else question
     english = translatable(question)
     # the ordinal asked ("listed second") says which item, not what it says ("Second sub-item at this level")
@@ -628,7 +647,8 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     qw = words(glossed) - said_ordinal
     gloss_only, gloss_words = q - q_plain, qw - words(question)
     ordinal = asked_ordinal(question)
-    asked_heading, headings_asked = heading_asked(question), set()
+    asked_heading, headings_asked = heading_asked(question), set()  # (and symbol list entries asked)
+    symbols = symbols_asked(question)
     # a cover is no answer by the words naming the document, nor by their translation ("核电厂定期安全评价第12部分：
     # 设计" of a Chinese question in a bilingual cover's "Periodic safety review for nuclear power plants")
     naming_only = scope_only_terms(question) | (_scope_glosses(question, scope_parts(question), context)
@@ -689,6 +709,12 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
                                (unit_words | subject_words) - foreign_words,
                                -1.0 if restated else 0.0, credit, order, pos, unit, c.chunk_id,
                                c.chunk.chunk_type not in GRIDS or " | " not in unit, translated))
+        # a symbol list's entry for the symbol asked is its line, whatever PDF line joining made of the list
+        for line in evidence_text(c.chunk).split("\n") if symbols else ():
+            if defines_symbol(line, symbols):
+                headings_asked.add(len(units))
+                units.append(_Unit(terms(line) | subject, words(line) | subject_words, 0.0, credit, order,
+                                   len(quoted), line.strip(), c.chunk_id, False, translated))
     # bigrams match across word boundaries ("自然人下落" → "人下"), so a unit is also scored on the
     # question's words ("死亡" decides between the articles on 失踪 and on 死亡, where bigrams tie), those
     # naming what is asked counting double ("存货周转天数" of "…的存货周转天数是多少天")

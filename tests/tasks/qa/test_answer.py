@@ -239,6 +239,23 @@ def test_a_cell_whose_row_and_column_are_named_answers_a_question_quoting_a_long
     assert answer.text.startswith("TA33 — Ta: 0.7~1.5") and answer.citations[0] == "gbt3620.pdf_12"
 
 
+# ucasthesis_template_guide.pdf's symbol list as MinerU reads it: math italics, lines PDF unwrapping would join
+SYMBOLS = ("𝑅 the gas constant m2 ⋅ s−2 ⋅ K−1\n𝐶𝑣 specific heat capacity at constant volume m2 ⋅ s−2 ⋅ K−1\n"
+           "𝐸 specific total energy m2 ⋅ s−2\n𝑒 specific internal energy m2 ⋅ s−2\n𝐼𝑖𝑗 identity tensor 1")
+
+
+def test_a_symbol_lists_line_answers_what_the_symbol_asked_stands_for():
+    symbols = _chunk("ucasthesis.pdf_10", SYMBOLS, "index", section_path="目 录")
+    thanks = _chunk("ucasthesis.pdf_66", "ucasthesis 国科大学位论文 LATEX 模板的最终成型离不开国科大学位办公室老师们制定的官方指导"
+                    "文件，在此对他们的认真付出表示感谢。", "text")
+    ask = lambda q: extractive_answer(q, _context((thanks, 0.6), (symbols, 0.5)), S).text  # noqa: E731
+    assert ask("ucasthesis模板使用说明的符号列表中，符号R表示的物理量（Description）是什么？").startswith("𝑅 the gas constant")
+    assert ask("ucasthesis模板使用说明的符号列表中，符号I_ij对应的描述是什么？").startswith("𝐼𝑖𝑗 identity tensor")
+    # a symbol's case is its meaning
+    assert ask("In the symbol list of the ucasthesis guide, what is the symbol e?").startswith("𝑒 specific internal")
+    assert ask("In the symbol list of the ucasthesis guide, what is the symbol E?").startswith("𝐸 specific total")
+
+
 def test_the_cover_restating_an_english_title_is_no_answer_unless_its_title_is_asked():
     # nbt_npp_periodic_safety_review_part1_draft.docx: its cover (chunk 2, before any heading) prints the
     # English title a question quotes; the clause it asks about says it in Chinese only
