@@ -41,7 +41,7 @@ from tasks.qa.extract import (answers_what_is_asked, focus, form_lines, negated_
                               shortest_clause, table_cell, terms)
 from tasks.qa.filters import file_lists
 from tasks.common.text import bigram_hit_rate, bigrams, clean_text, tokenize
-from tasks.qa.gloss import english_glosses, gloss_terms, translatable
+from tasks.qa.gloss import chinese_numeral, english_glosses, gloss_terms, translatable
 from tasks.qa.types import Retrieval, evidence_text
 
 # seed 001 §8.2, with the citation form made explicit (our refs are chunk ids, not numbers)
@@ -561,12 +561,39 @@ _HEADING_NUMBER = re.compile(r"(?<![0-9.])([0-9]+(?:\.[0-9]+)+)(?![0-9.])|\b(?:a
 HEADING_BONUS = 0.5
 
 
-def heading_asked(question: str) -> re.Pattern | None:
-    """A pattern finding the heading whose title the question asks (in a line, or where PDF lines were
-    joined), or None."""
-    m = _HEADING_NUMBER.search(question) if _ASKS_TITLE.search(question) else None
+# a numbered part of a series, a chapter, an article ("第14部分", "Part 14", "第三章", "Chapter 4"), asked by
+# its title or as what it is ("what is Part 11 of the series?")
+_NUMBERED_PART = re.compile(r"第\s*([0-9]{1,4}|[零一二三四五六七八九十百千]{1,8})\s*(部分|章|节|条)"
+                            r"|\b(part|chapter|section|article)\s+([0-9]{1,4})\b", re.IGNORECASE)
+_PART_KINDS = {"part": "部分", "chapter": "章", "section": "节", "article": "条"}
+_ASKS_PART = re.compile(r"\bwhat is (?:the )?(?:part|chapter|section|article) [0-9]+\b|名称", re.IGNORECASE)
+
+
+def _part_asked(question: str) -> re.Pattern | None:
+    """A pattern finding the line of the numbered part whose title the question asks, written the Chinese
+    way ("——第14部分：灾害分析；", "第四章 工作职责"), or None; a part naming the document ("Part 12: Design"
+    of its quoted title, "Part 1 (General Requirements)") is not asked."""
+    rest = question
+    for part in sorted(scope_parts(question), key=len, reverse=True):
+        rest = rest.replace(part, " ")
+    if not (_ASKS_TITLE.search(rest) or _ASKS_PART.search(rest)):
+        return None
+    # "Part 1 (General Requirements)", "第1部分：通用要求": the question gives its title, so it names the document
+    m = next((m for m in _NUMBERED_PART.finditer(rest) if not re.match(r"\s*[:：(（]", rest[m.end():])), None)
     if m is None:
         return None
+    number, kind = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), _PART_KINDS[m.group(3).lower()])
+    written = {number, chinese_numeral(int(number))} if number.isdigit() and 0 < int(number) < 10000 else {number}
+    names = "|".join(re.escape(w) for w in sorted(written, key=len, reverse=True))
+    return re.compile(rf"(?:^|(?<=[\s—\-–]))第\s*(?:{names})\s*{kind}\s*[:：]?\s*[^\s0-9]")
+
+
+def heading_asked(question: str) -> re.Pattern | None:
+    """A pattern finding the heading whose title the question asks (in a line, or where PDF lines were
+    joined), or a numbered part's line (`_part_asked`), or None."""
+    m = _HEADING_NUMBER.search(question) if _ASKS_TITLE.search(question) else None
+    if m is None:
+        return _part_asked(question)
     if m.group(1):
         return re.compile(rf"(?:^|(?<=\s)){re.escape(m.group(1))}\.?\s+[^\s0-9]")
     return re.compile(rf"(?:^|(?<=\s))(?:appendix|附录)\s*{m.group(2)}\b\s*[:：.]?\s*\S", re.IGNORECASE)

@@ -691,3 +691,25 @@ def test_the_title_of_a_numbered_heading_is_its_line():
     # its lines joined as a PDF's wrapped ones are, the heading is found within them
     assert "Appendix A: Glossary" in extractive_answer("What is the title of Appendix A?", ctx, Settings()).text
     assert heading_asked("What is the capital of the region?") is None
+
+
+# the foreword of nbt_npp_periodic_safety_review_part12_design_draft.docx, as it lands
+FOREWORD = ("前\u2003\u2003言\n《核电厂定期安全评价》分为15个部分：\n——第1部分：通用要求；\n——第11部分：设备合格鉴定；\n"
+            "——第12部分：设计；\n——第13部分：应急计划；\n——第14部分：灾害分析；\n——第15部分：组织机构和行政管理。\n"
+            "本部分为《核电厂定期安全评价》系列标准的第12部分。\n本部分由中国核电发展中心归口。")
+
+
+def test_the_title_of_a_numbered_part_is_its_line_not_the_part_naming_the_document():
+    chunk = Chunk(content=FOREWORD, chunk_type=TEXT, source="part12.docx", chunk_id="part12.docx_6", section_path="前言")
+    ctx = build_context([Candidate(chunk.chunk_id, 0.9, chunk=chunk)], Settings())
+    ask = lambda q: extractive_answer(q, ctx, Settings()).text  # noqa: E731
+    assert ask("《核电厂定期安全评价 第12部分：设计》征求意见稿的前言中，系列标准第13部分的名称是什么？").startswith("——第13部分：应急计划")
+    assert ask("According to the foreword of the draft NB/T standard 'Periodic safety review for nuclear power plants "
+               "— Part 12: Design', what is Part 14 of the series titled?").startswith("——第14部分：灾害分析")
+    part = heading_asked("What is Part 11 of the series?")
+    assert part.search("——第11部分：设备合格鉴定；") and not part.search("——第1部分：通用要求；")
+    assert heading_asked("What is Chapter 4 of the union rules titled?").search("第四章 工作职责")
+    # a part the question gives the title of names the document: its title is not what is asked
+    assert heading_asked("What English title is printed on the cover of the standard, Part 1 (General Requirements)?") \
+        is None
+    assert heading_asked("按那份工会制度第十七条，职代会工作机构要组织什么小组开展工作？") is None
