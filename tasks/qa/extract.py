@@ -62,7 +62,9 @@ _GLUED = re.compile(r"(?<=[A-Z])(?=[A-Z][a-z])")
 _CLAUSE_END = re.compile(r"(?<=[，；：])|(?<=[;:])(?![0-9])|(?<=[^0-9][;:])")
 # the question asks for a number, a date or a time: the clause that answers it holds a digit
 _ASKS_NUMBER = re.compile(r"多少|几[个年月天日次岁人项条种周倍]|多大|多长|多久|how many|how much|how long|how often"
-                          r"|within what|what period|what percentage|by what (?:percent|factor|margin)", re.IGNORECASE)
+                          r"|within what|what period|what percentage|by what (?:percent|factor|margin)"
+                         # "what is the maximum oxygen content", "what Zr content range, in mass %"
+                         r"|\bmaximum\b|\bminimum\b|\bcontent range\b|\bin mass %", re.IGNORECASE)
 # "when" asks only opening the question ("When was …"), not as a conjunction ("… lose when stored for 30 days")
 _ASKS_DATE = re.compile(r"哪一?年|哪一?天|哪个月|何时|什么时候|日期|which year|what year|what date|^\s*when\b",
                         re.IGNORECASE)

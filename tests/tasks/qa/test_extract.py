@@ -83,6 +83,15 @@ def test_a_symbol_ocr_misread_heads_the_column_asked_unless_the_symbol_heads_one
     assert table_cell("按GB/T 3620.1—2016表1，TA30钛合金的铜（Cu）含量范围是多少？", table).header != "Zx"
 
 
+def test_a_maximum_or_a_range_in_mass_percent_asks_a_number_not_the_balance():
+    # "余量" (the balance) is the Ti column's word; the question asks the oxygen limit, a number
+    table = ("牌号 | 名义化学成分 | Ti | Nb | H | 0\n"
+             "TB8 | Ti-15Mo-3A-2.7Nb-0.25Si | 余量 | 2.4~ 3.2 | 0.015 | 0.17")
+    question = "For the beta titanium alloy TB8 in GB/T 3620.1-2016, what is the maximum oxygen content allowed?"
+    assert table_cell(question, table).value == "0.17"
+    assert answers_what_is_asked("What niobium content range, in mass %, does TB8 have?")("2.4~ 3.2")
+
+
 def test_balance_sheet_cell_by_row_and_column(tables):
     sheet = table_with(tables["byd_2025q1_quarterly_report"], "使用权资产")
     assert len(sheet.content) > 2500 and sheet.content.startswith("项目 | 期末余额 | 期初余额")
