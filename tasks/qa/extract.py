@@ -686,6 +686,8 @@ _ASKED_AT = re.compile(r"是多少|多少|是几|几[个年月天日次岁人项
 # "What is the weight of the cell?" → "weight"
 _ASKED_EN = re.compile(r"\s*(?:what|which|who)\s+(?:is|are|was|were)\s+(?:the\s+|an?\s+)?(.+?)\s+(?:of|for|in|on|at|that|when)\b",
                        re.IGNORECASE)
+# "What dividend yield does the broker report …", "…, what F-measure does IEM get …": the X of "what X does"
+_ASKED_DOES = re.compile(r"\bwhat\s+((?:[\w'’-]+\s+){0,5}?[\w'’-]+)\s+(?:does|did|do)\b", re.IGNORECASE)
 _FOCUS_START = re.compile(r".*[的，,、：:；;。？?]|.*中|.*里")
 _MEANS = re.compile(r"(?:指的|是指|指|代表|表示|的含义|的意思|的全称)$")  # "X指的是什么", "SF代表什么": X is asked about
 # "What (Chinese term) does SF stand for?", "What does PSR mean?": the abbreviation asked about
@@ -697,7 +699,7 @@ def focus(question: str) -> str:
     """The words a Chinese question asks about: what stands right before its asking word, after the
     last "的" or clause mark ("三季度末某服装企业的存货周转天数是多少天" → "存货周转天数"), or right after
     an opening asking word ("哪一年…"); in English, X of "What is the X of …" ("" for other forms)."""
-    english = _ASKED_EN.match(question or "") or _STANDS_FOR.search(question or "")
+    english = _ASKED_EN.match(question or "") or _STANDS_FOR.search(question or "") or _ASKED_DOES.search(question or "")
     if english:
         return english.group(1).strip()
     m = _ASKED_AT.search(question or "")

@@ -229,6 +229,9 @@ def test_focus_is_what_stands_before_the_asking_word():
     assert focus("征求意见稿的缩略语中，SF代表什么？") == "SF"
     assert focus("In the abbreviation list of the draft, what Chinese term does SF stand for?") == "SF"
     assert focus("What does PSR mean?") == "PSR"
+    # "what X does …": X
+    assert focus("What dividend yield does the broker report forecast for 2024E?") == "dividend yield"
+    assert focus("In Table 4 of the CC-SAM paper, what F-measure does IEM get on Places-LT?") == "F-measure"
 
 
 def test_a_glossary_line_opening_with_what_is_asked_answers_it(tmp_path):
