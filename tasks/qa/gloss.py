@@ -199,6 +199,11 @@ def _in_vocabulary(term: str, vocabulary: Collection[str], whole: bool = True) -
     held = [w for w in dict.fromkeys(tokenize(term)) if len(w) >= MIN_HEADWORD_CHARS and w in vocabulary]
     covered = {i for w in held for start in _starts(term, w) for i in range(start, start + len(w))}
     covered |= {i for i, ch in enumerate(term) if ch in _JOINERS}  # "研究及开发费用": 及 is no index term
+    # "非流动负债" is indexed as 流动 and 负债, as "流动负债" is: the term itself keeps its 非 for the answer's
+    # bigrams ("非流"), which tell the two rows apart
+    negated = {i for i, ch in enumerate(term) if ch == "非" and i + 1 in covered}
+    if negated and len(covered | negated) == len(term):
+        return [term, *held]
     return held if len(covered) == len(term) or not whole else []
 
 

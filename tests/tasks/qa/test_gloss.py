@@ -162,3 +162,16 @@ def test_the_offline_answer_quotes_the_english_sentence_a_chinese_question_asks_
     assert extractive_answer(PONEMON, context, Settings().replace(gloss_enabled=False)) is None
     asked = "IBM DB2 for i 红皮书的作者介绍中，Hernando Bedoya在IBM哥伦比亚做售前支持时服务的是哪些国家？"
     assert "the Andean countries" in extractive_answer(asked, context, Settings()).text
+
+
+def test_a_non_current_line_item_keeps_its_negation():
+    # BYD's balance sheet: BM25 indexes "非流动负债合计" as 流动 / 负债 / 合计, as it does "流动负债合计"
+    sheet = ("项目 | 期末余额 | 期初余额\n流动负债合计 | 387,259,123,000.00 | 374,551,339,000.00\n"
+             "非流动负债合计 | 88,568,505,000.00 | 88,682,470,000.00")
+    question = "In BYD's Q1 2025 consolidated balance sheet, what were total non-current liabilities at 31 March 2025?"
+    found = gloss_terms(question, set(tokenize(sheet)))
+    assert "非流动负债" in found and {"流动", "负债"} <= set(found)
+    assert "非流动负债" not in gloss_terms("What were total current liabilities?", set(tokenize(sheet)))
+    chunk = Chunk(content=sheet, chunk_type="table", source="byd.pdf", chunk_index=20, chunk_id="byd.pdf_20")
+    context = build_context([Candidate(chunk.chunk_id, 0.5, chunk=chunk)], Settings())
+    assert extractive_answer(question, context, Settings()).text.startswith("非流动负债合计 — 期末余额: 88,568,505,000.00")
