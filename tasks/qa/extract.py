@@ -561,8 +561,9 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
             conditioned = 0 < len(stated) < len(values)
             if conditioned:
                 values = [j for j in values if j not in stated]
+            own = max(named(name, q, subject), named(label, q, subject)) if subject else row_score
             if subject:
-                row_score = max(named(name, q, subject), named(label, q, subject)) + SUBJECT_ROW_WEIGHT * row_score
+                row_score = own + SUBJECT_ROW_WEIGHT * row_score
             # a range's label is written out by its numbers, signs kept, whatever its symbols ("-15℃C≤T<-10℃"
             # as OCR read it, "-15℃≤T<-10℃" in the question; not "10°℃≤T<15℃")
             label_numbers = _signed_decimals(name)
@@ -602,6 +603,8 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
                 every = "；".join(f"{headers[j]}: {row[j]}" if j < len(headers) and headers[j] else row[j]
                                  for j in values)
                 cell = Cell(shown, "", every, row_score, 0.0, written)
+            if own <= 0 and score <= 0:
+                continue  # only the document's name names the row ("CC-SAM" of "In the CC-SAM paper"), no column
             total = row_score + 0.8 * max(score, 0.0)
             if best is None or total > best[0]:
                 best = (total, cell)

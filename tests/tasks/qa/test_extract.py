@@ -541,6 +541,15 @@ def test_a_reference_entry_is_one_unit(documents):
          "2. Chen, X. (2023). Motion. Transit, 15(1), 22-38."]
 
 
+def test_a_row_named_only_by_the_documents_name_answers_only_with_a_column_named():
+    # the CC-SAM paper's open long-tailed table as MinerU flash lost its header: the "CC-SAM" row is named
+    # only by the words naming the paper, and no column by the question
+    table = "Method | Many | F-measure\nOLTR [32] | 41.9 | 0.474\nCC-SAM | 61.4 | 0.552"
+    assert table_cell("In the CC-SAM paper (CVPR 2023), what batch size was used on iNaturalist 2018?", table) is None
+    assert table_cell("In the CC-SAM paper, what F-measure does CC-SAM reach?", table).value == "0.552"
+    assert table_cell("In the CC-SAM paper, what F-measure does OLTR reach?", table).value == "0.474"
+
+
 def test_a_quoted_title_beside_a_document_word_names_the_document():
     assert document_scope("In the draft NB/T standard 'Periodic safety review for nuclear power plants — Part 12: "
                           "Design', what is the seventh item?").startswith("Periodic safety review for nuclear")
