@@ -354,7 +354,7 @@ def _table_unit(question: str, chunk, subject: frozenset[str] = frozenset(), glo
 # ("CC-SAM") within it
 SUBJECT_SHARE = 0.6
 COVER_CHUNKS = 3  # a document's first chunks with no heading above them are its cover
-_ASKS_TITLE = re.compile(r"\btitle\b|标题|题目|书名|名称", re.IGNORECASE)
+_ASKS_DOCUMENT_TITLE = re.compile(r"\btitle\b|标题|题目|书名|名称", re.IGNORECASE)
 TITLE_SHARE = 0.8  # a heading or first line holding this share of the words is the document's own title
 TITLE_MAX_CHARS = 40  # a first line this short is a heading; a longer one is a sentence (that may cite a title)
 
@@ -383,7 +383,7 @@ def _subject_terms(question: str, context: Context) -> dict[str, frozenset[str]]
             # one of the first chunks, before the first heading, is the cover: it is where the document
             # names itself (and what a question asking the title printed on it asks for)
             cover = c.chunk.content if c.chunk.chunk_type == TEXT and not c.chunk.section_path \
-                and c.chunk.chunk_index < COVER_CHUNKS and not _ASKS_TITLE.search(question) else ""
+                and c.chunk.chunk_index < COVER_CHUNKS and not _ASKS_DOCUMENT_TITLE.search(question) else ""
             head = terms(" ".join((c.chunk.title, c.chunk.section_path, short_first, cover)))
             # each way the question names it may be its title ("《…第12部分：设计》" of "《…》征求意见稿前言中")
             for named in (scope, *parts):
