@@ -149,11 +149,16 @@ def _placeholders(parsed: _RowCollector, owner: dict[tuple[int, int], _Cell]) ->
     column) whose columns add up to exactly how far it overflows ("Places-LT | Balanced Softmax [40] | <empty> |
     ResNet-152 | 42.0 …" under "Dataset | Method | Backbone | Many …"). A row that needs its empty cells
     to reach that far keeps them."""
-    extents = [1 + max((c for (row, c) in owner if row == r), default=-1) for r in range(len(parsed.rows))]
+    extents = [0] * len(parsed.rows)
+    owned: dict[int, dict[int, _Cell]] = {}  # per row, the cells it writes itself (not a rowspan from above)
+    for (row, c), cell in owner.items():
+        extents[row] = max(extents[row], c + 1)
+        if cell.row == row:
+            owned.setdefault(row, {})[id(cell)] = cell
     usual = Counter(extents).most_common(1)[0][0] if extents else 0
     out: set[tuple[int, int]] = set()
     for r, spans in enumerate(parsed.spans):
-        own = sorted({id(cell): cell for cell in owner.values() if cell.row == r}.values(), key=lambda x: x.column)
+        own = sorted(owned.get(r, {}).values(), key=lambda x: x.column)
         over, found = extents[r] - usual, []
         for i, cell in enumerate(own):
             if over <= 0:
@@ -190,7 +195,9 @@ def _unstack_labels(owner: dict[tuple[int, int], _Cell], n: int) -> None:
     for (r, c), cell in list(owner.items()):
         if cell.row != r or cell.column != c or "]" not in cell.text:
             continue
-        rows = [r + dr for dr in range(n - r) if owner.get((r + dr, c)) is cell]
+        rows = [r]
+        while rows[-1] + 1 < n and owner.get((rows[-1] + 1, c)) is cell:
+            rows.append(rows[-1] + 1)
         labels = _stacked(cell.text, len(rows))
         if labels is None:
             continue
