@@ -87,7 +87,7 @@ def ingest(paths: list[str], kb: str, home: str | None = None, runner: str | Non
             found = discover_task(paths, settings, ledger.source_root(paths, manifest))
             discovering.set(n := len(found.sources) + len(found.rejected), total=n)
         ledger.discovered(found)
-        plan = mf.plan_reingest(paths, found, manifest, db.landed_documents(settings.db_path, kb),
+        plan = mf.plan_reingest(paths, found, manifest, db.landed_documents(settings.db_path, kb, settings.chunks_dir),
                                 ledger.pipeline_key)
         ledger.planned(plan)
 

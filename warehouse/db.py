@@ -17,7 +17,7 @@ from typing import Any, Iterator
 import duckdb
 import pyarrow as pa
 
-from schemas.chunk import CHUNK_SCHEMA
+from schemas.chunk import CHUNK_SCHEMA, chunks_path
 from schemas.errors import WarehouseBusyError, WarehouseMissingError
 from schemas.ingest import (DOCUMENT_SCHEMA, INGEST_FAILURE_SCHEMA, INGEST_RUN_SCHEMA, KB_ROOT_SCHEMA, MANIFEST_SCHEMA,
                             Document, IngestFailure, IngestRun, KBRoot, ManifestEntry)
@@ -334,12 +334,14 @@ def record_kb_root(db_path: Path, root: KBRoot) -> None:
         _insert(con, "kb_roots", pa.Table.from_pylist([asdict(root)], schema=KB_ROOT_SCHEMA))
 
 
-def landed_documents(db_path: Path, kb: str) -> dict[str, tuple[str, str, str]]:
-    """source → (doc_md5, chunks_path, parser_version) of the documents `kb` holds."""
+def landed_documents(db_path: Path, kb: str, chunks_dir: Path) -> dict[str, tuple[str, str, str]]:
+    """source → (doc_md5, chunks_path, parser_version) of the documents `kb` holds, each chunks file where
+    this home keeps it (`chunks_dir`): a home moved or restored elsewhere still has its documents landed,
+    though the `documents` rows name the folder they were written in."""
     if not db_path.exists():
         return {}
-    _, rows = query(db_path, "SELECT source, doc_md5, chunks_path, parser_version FROM documents WHERE kb = ?", [kb])
-    return {source: (md5, path, version or "") for source, md5, path, version in rows}
+    _, rows = query(db_path, "SELECT source, doc_md5, parser_version FROM documents WHERE kb = ?", [kb])
+    return {source: (md5, str(chunks_path(chunks_dir, kb, md5)), version or "") for source, md5, version in rows}
 
 
 def query(db_path: Path, sql: str, params: list[Any] | None = None) -> tuple[list[str], list[tuple]]:

@@ -254,7 +254,7 @@ def sync_indexes(settings: Settings, kb: str, to_index: list[tuple[str, Path]], 
     held = vector_index.own_ids(in_chroma)
     lacking = sorted(s for s, ids in duck.items() if not ids <= held and s not in errors)
     if lacking:
-        landed = db.landed_documents(settings.db_path, kb)
+        landed = db.landed_documents(settings.db_path, kb, settings.chunks_dir)
         errors.update(indexer.index_documents([(source, Path(landed[source][1])) for source in lacking]))
         summary.repaired = len(lacking)
 

@@ -113,6 +113,23 @@ def test_added_changed_removed_skipped_across_runs(prefect_harness, tmp_path):
     assert _manifest(settings, "kb")["e.md"][0] == "indexed" and check(settings, "kb").ok
 
 
+def test_a_home_moved_elsewhere_keeps_its_documents_landed(prefect_harness, tmp_path):
+    # a home restored from a backup or copied to another disk: its rows name the old folder's Parquet files
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# 甲\n\n水库的日常巡查。\n", encoding="utf-8")
+    (corpus / "b.md").write_text("# 乙\n\n关于闸门维护的说明。\n", encoding="utf-8")
+    first = ingest(paths=[str(corpus)], kb="kb", home=str(tmp_path / "home"))
+    assert first.added == 2
+    moved = tmp_path / "elsewhere" / "home"
+    moved.parent.mkdir()
+    shutil.move(str(tmp_path / "home"), str(moved))
+    again = ingest(paths=[str(corpus)], kb="kb", home=str(moved))
+    assert (again.added, again.changed, again.skipped) == (0, 0, 2)  # not re-chunked, not re-embedded
+    assert again.index.embedded == 0
+    assert check(load_settings(moved), "kb").ok
+
+
 def test_an_emptied_folder_removes_nothing_and_settings_changes_reprocess(prefect_harness, tmp_path, monkeypatch):
     corpus = tmp_path / "corpus"
     corpus.mkdir()

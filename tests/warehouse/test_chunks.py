@@ -114,4 +114,4 @@ def test_insert_chunk_files_appends_every_file_in_one_statement(warehouse, tmp_p
     bulk = tmp_path / "bulk.duckdb"
     db.insert_chunk_files(bulk, chunks.chunk_files(warehouse, "k"))
     assert chunks.kb_chunk_ids(bulk, "k") == chunks.kb_chunk_ids(warehouse, "k")
-    assert db.landed_documents(bulk, "k") == {}  # chunk rows only
+    assert db.landed_documents(bulk, "k", tmp_path / "chunks") == {}  # chunk rows only
