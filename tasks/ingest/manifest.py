@@ -2,8 +2,9 @@
 
 A file is *unchanged* — skipped without parsing, chunking or embedding — when the manifest holds
 its path with the same MD5 and pipeline key, landed, and DuckDB still holds that version under
-the same source name with its Parquet on disk, read by no older layout of the OCR backend. Everything else found is processed: *added* when
-the KB holds no version under its source name, *changed* when it replaces one.
+the same source name with its Parquet on disk, read by no older layout of the OCR backend.
+Everything else found is processed: *added* when the KB holds no version under its source name,
+*changed* when it replaces one.
 
 A manifest path is *removed* (deleted from DuckDB, Chroma and BM25) only when it lies under a
 folder given to this run, that folder yielded files, and discovery did not find it there. A file

@@ -38,7 +38,7 @@ from schemas.settings import Settings
 from tasks.index.views import document_name
 from tasks.qa.context import Context
 from tasks.qa.extract import (answers_what_is_asked, focus, form_lines, negated_terms, scope_only_terms, scope_parts,
-                              shortest_clause, table_cell, terms)
+                              shortest_clause, table_cell, terms, without_scope)
 from tasks.qa.filters import file_lists
 from tasks.common.text import bigram_hit_rate, bigrams, clean_text, tokenize
 from tasks.qa.gloss import chinese_numeral, english_glosses, gloss_terms, translatable
@@ -359,19 +359,21 @@ TITLE_SHARE = 0.8  # a heading or first line holding this share of the words is 
 TITLE_MAX_CHARS = 40  # a first line this short is a heading; a longer one is a sentence (that may cite a title)
 
 
-def _subject_terms(question: str, context: Context) -> dict[str, frozenset[str]]:
+def _subject_terms(question: str, context: Context, translated: frozenset[str] | None = None,
+                   ) -> dict[str, frozenset[str]]:
     """Per source of the context, the terms of the words naming the document the question asks about
     (`tasks.qa.extract.scope_parts`) that name it, with the Chinese only they translate to: all of a
     way of naming it when a heading of it (or a short first line, or its cover: one of its first
     chunks, before any heading) holds TITLE_SHARE of its terms — it is the document named — else,
-    with ≥ 2 prose chunks in the context, those ≥ SUBJECT_SHARE of them hold."""
+    with ≥ 2 prose chunks in the context, those ≥ SUBJECT_SHARE of them hold. `translated`: the naming
+    words' translation (`_scope_glosses`), when the caller has it."""
     found = scope_parts(question)
     parts = [terms(part) for part in found]
     scope = frozenset().union(*parts)
     if not scope:
         return {}
     # the Chinese the naming words translate to names a Chinese document ("Part 1" → 第1部分)
-    translated = _scope_glosses(question, found, context)
+    translated = _scope_glosses(question, found, context) if translated is None else translated
     held: dict[str, list[frozenset[str]]] = {}
     titles: dict[str, frozenset[str]] = {}
     for c in context.chunks:
@@ -404,9 +406,7 @@ def _scope_glosses(question: str, parts: list[str], context: Context) -> frozens
         return frozenset()
     gloss = gloss_terms if translatable(question) else english_glosses
     used = _vocabulary(context)
-    rest = question
-    for part in sorted(parts, key=len, reverse=True):
-        rest = rest.replace(part, " ")
+    rest = without_scope(question, parts)
     return terms(" ".join(gloss(" ".join(parts), used))) - terms(" ".join(gloss(rest, used)))
 
 
@@ -419,14 +419,14 @@ def _named_terms(source: str, question_terms: frozenset[str]) -> frozenset[str]:
 
 
 def _naming_terms(question: str, question_terms: frozenset[str], context: Context,
-                  ) -> dict[str, tuple[frozenset[str], frozenset[str]]]:
+                  translated: frozenset[str] | None = None) -> dict[str, tuple[frozenset[str], frozenset[str]]]:
     """Per source of the context, (the question's terms naming it: `_subject_terms`, `_named_terms`;
     those naming another source of the context, not it, and written in one source's text at most).
     A unit is not evidence by the words naming another document: the corpus's file list
     ("zh_pdf/prc_civil_code.pdf — …") does not answer a question about the PRC Civil Code. A word
     two documents' text holds ("PSR" of "nbt_npp_psr_part1_drafting_notes") is what they are about,
     not a name."""
-    subjects = _subject_terms(question, context)
+    subjects = _subject_terms(question, context, translated)
     own = {c.source: subjects.get(c.source, frozenset()) | _named_terms(c.source, question_terms)
            for c in context.chunks}
     written: dict[str, set[str]] = {}
@@ -573,9 +573,7 @@ def _part_asked(question: str) -> re.Pattern | None:
     """A pattern finding the line of the numbered part whose title the question asks, written the Chinese
     way ("——第14部分：灾害分析；", "第四章 工作职责"), or None; a part naming the document ("Part 12: Design"
     of its quoted title, "Part 1 (General Requirements)") is not asked."""
-    rest = question
-    for part in sorted(scope_parts(question), key=len, reverse=True):
-        rest = rest.replace(part, " ")
+    rest = without_scope(question, scope_parts(question))
     if not (_ASKS_TITLE.search(rest) or _ASKS_PART.search(rest)):
         return None
     # "Part 1 (General Requirements)", "第1部分：通用要求": the question gives its title, so it names the document
@@ -670,7 +668,9 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     a = settings.answer
     best_score = max((c.score for c in context.chunks), default=0.0) or 1.0
     entity = _document_terms(q, context)
-    naming = _naming_terms(question, q_plain, context)
+    # the words naming the document, translated (read by the subject of each source and by the cover rule)
+    scope_glosses = _scope_glosses(question, scope_parts(question), context)
+    naming = _naming_terms(question, q_plain, context, scope_glosses)
     qw = words(glossed) - said_ordinal
     gloss_only, gloss_words = q - q_plain, qw - words(question)
     ordinal = asked_ordinal(question)
@@ -678,8 +678,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     symbols = symbols_asked(question)
     # a cover is no answer by the words naming the document, nor by their translation ("核电厂定期安全评价第12部分：
     # 设计" of a Chinese question in a bilingual cover's "Periodic safety review for nuclear power plants")
-    naming_only = scope_only_terms(question) | (_scope_glosses(question, scope_parts(question), context)
-                                                if glossed is not question else frozenset())
+    naming_only = scope_only_terms(question) | (scope_glosses if glossed is not question else frozenset())
     # a list of the corpus's files (a SOURCES.md) says nothing of what they say
     catalogues = {c.chunk_id for c in file_lists(question, context.chunks)}
     # a list the chunk before opens ("第十七条 职工代表大会工作机构的任务是:" ending it, "（一）…" after)

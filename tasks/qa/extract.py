@@ -702,7 +702,8 @@ def focus(question: str) -> str:
     """The words a Chinese question asks about: what stands right before its asking word, after the
     last "的" or clause mark ("三季度末某服装企业的存货周转天数是多少天" → "存货周转天数"), or right after
     an opening asking word ("哪一年…"); in English, X of "What is the X of …" ("" for other forms)."""
-    english = _ASKED_EN.match(question or "") or _STANDS_FOR.search(question or "") or _ASKED_DOES.search(question or "")
+    question = question or ""
+    english = _ASKED_EN.match(question) or _STANDS_FOR.search(question) or _ASKED_DOES.search(question)
     if english:
         return english.group(1).strip()
     m = _ASKED_AT.search(question or "")
@@ -759,10 +760,15 @@ def scope_only_terms(question: str) -> frozenset[str]:
     """The terms a question uses only to name its document ("CC-SAM" of "In the CC-SAM paper's table,
     what does LDAM-DRW reach"): they name no row of a table."""
     parts = scope_parts(question)
-    rest = question
-    for part in sorted(parts, key=len, reverse=True):  # "report on the X company" before "the X company"
-        rest = rest.replace(part, " ")
-    return terms(" ".join(parts)) - terms(rest)
+    return terms(" ".join(parts)) - terms(without_scope(question, parts))
+
+
+def without_scope(question: str, parts: list[str]) -> str:
+    """The question without the words naming its document (`scope_parts`), longest first ("report on the
+    X company" before "the X company")."""
+    for part in sorted(parts, key=len, reverse=True):
+        question = question.replace(part, " ")
+    return question
 
 
 def cjk_numbers(text: str) -> set[str]:

@@ -276,8 +276,9 @@ def test_the_cover_restating_an_english_title_is_no_answer_unless_its_title_is_a
 
 def test_a_line_opening_a_list_answers_with_the_item_asked():
     # redp5110_sampled.pdf: the line opening the list ends chunk 37, the list is chunk 38
-    opener = _chunk("redp5110.pdf_37", "2.1.6 Change Function Usage CL command\nThe following CL commands can be used to "
-                    "work with, display, or change function usage IDs:", "text", section_path="2.1.6 Change Function Usage")
+    opener = _chunk("redp5110.pdf_37", "2.1.6 Change Function Usage CL command\nThe following CL commands can be "
+                    "used to work with, display, or change function usage IDs:", "text",
+                    section_path="2.1.6 Change Function Usage")
     commands = _chunk("redp5110.pdf_38", "Work Function Usage (WRKFCNUSG)\nChange Function Usage (CHGFCNUSG)\n"
                       "Display Function Usage (DSPFCNUSG)", "list", section_path="2.1.6 Change Function Usage")
     answer = extractive_answer("Which CL command is used to work with function usage IDs?",

@@ -134,9 +134,9 @@ def test_a_possessive_and_a_hyphen_are_read_as_the_dictionary_writes_them():
 # Chinese questions over English text: CC-CEDICT read forwards gives a Chinese question's words in the
 # English the passage writes. The passages are IBM Redpaper REDP-5110's (the docs corpus's redp5110_sampled.pdf)
 BREACH = ("Recent news headlines are filled with reports of data breaches and cyber-attacks impacting global "
-          "businesses of all sizes. The financial cost of these data breaches is skyrocketing. Studies from the Ponemon Institute "
-          "revealed that the average cost of a data breach increased in 2013 by 15% globally and resulted in a brand "
-          "equity loss of $9.4 million per attack.")
+          "businesses of all sizes. The financial cost of these data breaches is skyrocketing. Studies from the "
+          "Ponemon Institute revealed that the average cost of a data breach increased in 2013 by 15% globally and "
+          "resulted in a brand equity loss of $9.4 million per attack.")
 BIO = ("Hernando Bedoya is a Senior IT Specialist at STG Lab Services and Training in Rochester, Minnesota. Before "
        "joining STG Lab Services, he worked in the ITSO for nine years writing multiple IBM Redbooks publications. He "
        "also worked for IBM Colombia as an IBM AS/400 IT Specialist doing presales support for the Andean countries.")
