@@ -62,9 +62,9 @@ _GLUED = re.compile(r"(?<=[A-Z])(?=[A-Z][a-z])")
 _CLAUSE_END = re.compile(r"(?<=[，；：])|(?<=[;:])(?![0-9])|(?<=[^0-9][;:])")
 # the question asks for a number, a date or a time: the clause that answers it holds a digit
 _ASKS_NUMBER = re.compile(r"多少|几[个年月天日次岁人项条种周倍]|多大|多长|多久|how many|how much|how long|how often"
-                          r"|within what|what period|what percentage|by what (?:percent|factor|margin)"
-                         # "what is the maximum oxygen content", "what Zr content range, in mass %"
-                         r"|\bmaximum\b|\bminimum\b|\bcontent range\b|\bin mass %", re.IGNORECASE)
+                           r"|within what|what period|what percentage|by what (?:percent|factor|margin)"
+                          # "what is the maximum oxygen content", "what Zr content range, in mass %"
+                          r"|\bmaximum\b|\bminimum\b|\bcontent range\b|\bin mass %", re.IGNORECASE)
 # "when" asks only opening the question ("When was …"), not as a conjunction ("… lose when stored for 30 days")
 _ASKS_DATE = re.compile(r"哪一?年|哪一?天|哪个月|何时|什么时候|日期|which year|what year|what date|^\s*when\b",
                         re.IGNORECASE)
@@ -701,12 +701,13 @@ _STANDS_FOR = re.compile(r"\bwhat\s+(?:[\w-]+\s+){0,2}does\s+(?:the\s+)?(?:abbre
 def focus(question: str) -> str:
     """The words a Chinese question asks about: what stands right before its asking word, after the
     last "的" or clause mark ("三季度末某服装企业的存货周转天数是多少天" → "存货周转天数"), or right after
-    an opening asking word ("哪一年…"); in English, X of "What is the X of …" ("" for other forms)."""
+    an opening asking word ("哪一年…"); in English, X of "What is the X of …", of "what X does …" or of
+    "what does X stand for" ("" for other forms)."""
     question = question or ""
     english = _ASKED_EN.match(question) or _STANDS_FOR.search(question) or _ASKED_DOES.search(question)
     if english:
         return english.group(1).strip()
-    m = _ASKED_AT.search(question or "")
+    m = _ASKED_AT.search(question)
     if m is None:
         return ""
     before = _MEANS.sub("", question[:m.start()])  # "NNSA指的是什么": NNSA
