@@ -438,19 +438,34 @@ def _naming_terms(question: str, question_terms: frozenset[str], context: Contex
 
 
 def _document_terms(question_terms: set[str], context: Context) -> dict[str, set[str]]:
-    """Per source of the context, the question's terms that its text (not its tables) holds, another
-    source's does not, and no table of the context holds: who or what the document is about (the
-    company of "比亚迪货币资金的期初余额"), which a table's cells never say. Terms some table holds
-    are the cells' own words ("client port"), never credited to another table. Empty with one source."""
-    held: dict[str, set[str]] = {c.source: set() for c in context.chunks}
+    """Per source of the context, the question's terms that name what the document is about (the company
+    of "比亚迪货币资金的期初余额"), which a table's cells never say: terms its title holds (the first heading or
+    short first line of one of its first chunks) or SUBJECT_SHARE of its prose in the context does, that some
+    other source's text lacks and no table of the context holds. A word one passage holds ("added" of "the
+    function was added in IBM i 7.2") is that passage's, not its cells'; terms some table holds are the cells'
+    own words ("client port"), never credited to another table. Empty with one source."""
+    written: dict[str, set[str]] = {c.source: set() for c in context.chunks}
+    prose: dict[str, list[set[str]]] = {c.source: [] for c in context.chunks}
+    cover: dict[str, set[str]] = {c.source: set() for c in context.chunks}
     in_tables: set[str] = set()
     for c in context.chunks:
         found = terms(" ".join((c.chunk.title, c.chunk.section_path, evidence_text(c.chunk)))) & question_terms
-        (in_tables if c.chunk.chunk_type in GRIDS else held[c.source]).update(found)
-    if len(held) < 2:
+        if c.chunk.chunk_type in GRIDS:
+            in_tables.update(found)
+            continue
+        written[c.source].update(found)
+        if c.chunk.chunk_type == TEXT:
+            prose[c.source].append(found)
+        if c.chunk.chunk_index < COVER_CHUNKS:  # its title: the first heading, a short first line
+            first = c.chunk.content.split("\n", 1)[0]
+            title = c.chunk.section_path.split(" > ", 1)[0], first if len(first) <= TITLE_MAX_CHARS else ""
+            cover[c.source].update(terms(" ".join(title)) & question_terms)
+    if len(written) < 2:
         return {}
-    common = set.intersection(*held.values())
-    return {source: found - common - in_tables for source, found in held.items()}
+    common = set.intersection(*written.values())
+    return {source: {t for t in found if sum(t in f for f in prose[source]) >= SUBJECT_SHARE * len(prose[source])
+                     or t in cover[source]} - common - in_tables
+            for source, found in written.items()}
 
 
 _ENGLISH_WORD = re.compile(r"[A-Za-z]{3,}")  # not "2024E", "Q1"

@@ -206,6 +206,22 @@ def test_words_of_one_table_are_not_credited_to_another_table_of_the_same_docume
         "CLIENT_PORT — Type: INTEGER[ref:redp.pdf_63]"
 
 
+def test_words_of_one_passage_do_not_name_the_document_for_its_tables():
+    # redp5110_sampled.md: MinerU read an SQL statement as a table (chunk 34); only the sentence of chunk 51
+    # says "added", "group", "verify" — they are not what the document is about, and its cells hold none
+    bio = _chunk("redp.md_12", "Hernando Bedoya is a Senior IT Specialist at STG Lab Services and Training in "
+                               "Rochester, Minnesota. He teaches IBM classes worldwide in all areas of DB2 for i.", "text")
+    sql = _chunk("redp.md_34", "SELECT | function_id, user_name, usage, user_type\n"
+                               "FROM ORDER | function_usage function_id='QIBM_DB_SECADM' user_name;\nWHERE | ")
+    added = _chunk("redp.md_51", "3.3 VERIFY_GROUP_FOR_USER function\nThe VERIFY_GROUP_FOR_USER function was added "
+                                 "in IBM i 7.2. Although it is primarily intended for use with RCAC permissions and "
+                                 "masks, it can be used in other SQL statements.", "text")
+    other = _chunk("paper.pdf_84", "References about the release of long-tailed recognition datasets.", "text")
+    answer = extractive_answer("The VERIFY_GROUP_FOR_USER function was added in which IBM i release?",
+                               _context((bio, 0.18), (sql, 0.23), (added, 0.91), (other, 0.2)), S)
+    assert answer.citations == ["redp.md_51"] and "IBM i 7.2" in answer.text
+
+
 def test_a_unit_holding_the_asked_number_is_added_when_the_best_one_has_none():
     intro = _chunk("spec.md_0", "电芯的放电能量与温度有关，放电能量的测试方法见附录。", "text")
     value = _chunk("spec.md_1", "在25℃下电芯的放电能量不低于625 Wh。", "text")
