@@ -204,7 +204,8 @@ def without_citations(answer: str) -> str:
 # 百分之二十"): a line break is a wrap when the line before is long, does not end a sentence or a
 # label, and the next line does not start an item ("第五条", "（一）", "2.", "- ").
 WRAP_MIN_LINE_CHARS = 15
-_ENDS_SENTENCE = re.compile(r"[。！？!?；;：:」』”）)]\s*$")
+# a line ending with a date ends an entry (a report's "related reports": "《…》 ——2024-08-21")
+_ENDS_SENTENCE = re.compile(r"(?:[。！？!?；;：:」』”）)]|[0-9]{4}[-/.][0-9]{1,2}[-/.][0-9]{1,2})\s*$")
 _STARTS_ITEM = re.compile(r"^\s*(?:第[零一二三四五六七八九十百千0-9]+[编章节条款]|[（(][一二三四五六七八九十0-9]+[)）]"
                           r"|[一二三四五六七八九十]+[、.]|[0-9]+(?:\.[0-9]+)*[.、)）\s]|[-*•·]\s|#)")
 

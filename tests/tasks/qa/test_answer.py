@@ -325,6 +325,16 @@ def test_lines_a_pdf_wrapped_are_one_sentence_and_items_stay_apart():
         "1. one item of a list", "2. another item"]
 
 
+def test_a_line_ending_with_a_date_ends_its_entry():
+    # broker_research_report_anonymized.pdf, chunk 7: each related report is a line ending with its date
+    text = ("相关研究报告\n《某服装企业（600398.SH）-上半年收入增长 1.5%，中期分红率 67.5%》 ——2024-08-21\n"
+            "《某服装企业（600398.SH）-第一季度净利润增长 10%，电商表现 亮眼》 ——2024-05-04\n"
+            "风险提示:线下消费持续疲软、品牌形象受损、渠道拓展不及预期。")
+    assert sentences(text) == ["相关研究报告", "《某服装企业（600398.SH）-上半年收入增长 1.5%，中期分红率 67.5%》 ——2024-08-21",
+                               "《某服装企业（600398.SH）-第一季度净利润增长 10%，电商表现 亮眼》 ——2024-05-04",
+                               "风险提示:线下消费持续疲软、品牌形象受损、渠道拓展不及预期。"]
+
+
 def test_the_question_words_decide_where_bigrams_tie():
     # both articles share 16 bigrams with the question; only one is about 死亡 (prc_civil_code.pdf chunk 17)
     law = _chunk("civil.pdf_17", "第四十条 自然人下落不明满二年的，利害关系人可以向人民法院申请宣告该自然人为失踪人。\n"
