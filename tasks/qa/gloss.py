@@ -98,10 +98,18 @@ def _forms(word: str) -> list[str]:
     return out
 
 
+# a title or a quoted name is written as the document writes it, not in the language the question asks in
+_NAMED = re.compile(r"《[^》]*》|“[^”]*”|\"[^\"]*\"")
+
+
 def translatable(question: str) -> bool:
-    """Whether the question is mostly English (≤ MAX_CJK_SHARE of its letters Chinese)."""
-    letters = sum(ch.isascii() and ch.isalpha() for ch in question)
-    cjk = len(_CJK.findall(question))
+    """Whether the question is mostly English (≤ MAX_CJK_SHARE of its letters Chinese), its titles and
+    quoted names aside ("《The Evolution of the Word Processor》一文中，…是在哪个年代…" asks in Chinese)."""
+    asking = _NAMED.sub(" ", question)
+    if not any(ch.isalpha() for ch in asking):  # a bare title: its language is the question's
+        asking = question
+    letters = sum(ch.isascii() and ch.isalpha() for ch in asking)
+    cjk = len(_CJK.findall(asking))
     return letters > 0 and cjk <= MAX_CJK_SHARE * (letters + cjk)
 
 

@@ -37,6 +37,15 @@ def test_a_chinese_question_is_not_glossed():
     assert translatable("In BYD's Q1 2025 cash flow statement, what were tax refunds (收到的税费返还)?")
 
 
+def test_a_question_is_in_the_language_it_asks_in_whatever_its_titles_are():
+    # fresh28 i15: the English title and name outweigh the Chinese it asks in, letter for letter
+    question = "《The Evolution of the Word Processor》一文中，Wang Laboratories是在哪个年代推出专用文字处理机的？"
+    assert not translatable(question)
+    assert english_glosses(question, {"dedicated", "decade", "introduced"}) == ["decade", "dedicated"]
+    assert translatable("What does the 'Summer activities' sample say about 枫树?")
+    assert not translatable("《民法典》") and translatable("《Summer activities》")
+
+
 def _chunk(index: int, content: str) -> Candidate:
     chunk = Chunk(content=content, chunk_type=TEXT, source="zh_pdf/prc_civil_code.pdf", chunk_index=index,
                   chunk_id=f"prc_civil_code.pdf_{index}")
