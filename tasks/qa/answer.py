@@ -345,7 +345,9 @@ def _table_unit(question: str, chunk, subject: frozenset[str] = frozenset(), glo
     cell = table_cell(question, chunk.content, subject, glosses) if form_lines(chunk.content) is None else None
     if cell is None:
         return None
-    where = " ".join((cell.label, cell.header, chunk.caption, chunk.section_path.rsplit(" > ", 1)[-1]))
+    # a table's caption names it; the section is where the float landed (CC-SAM's Table 3 under "4.3 Open
+    # Long-Tailed Recognition", whose results are Table 4's): it names a table with no caption only
+    where = " ".join((cell.label, cell.header, chunk.caption or chunk.section_path.rsplit(" > ", 1)[-1]))
     return where, cell.text, CELL_BONUS * ((cell.column_score > 0) + cell.written)
 
 

@@ -222,6 +222,22 @@ def test_words_of_one_passage_do_not_name_the_document_for_its_tables():
     assert answer.citations == ["redp.md_51"] and "IBM i 7.2" in answer.text
 
 
+def test_a_captioned_table_is_named_by_its_caption_not_the_section_it_landed_in():
+    # the CC-SAM paper (MinerU 3.4.4): Table 3 landed under "4.3. Open Long-Tailed Recognition", whose
+    # results are Table 4's, in section 4.4
+    top1 = _chunk("ccsam.md_74", "Dataset | Method | Backbone | Many | Medium | Few\n"
+                                 "Places-LT | CE | ResNet-152 | 45.7 | 27.3 | 8.2\nPlaces-LT | CC-SAM | ResNet-152 | 41.2 | 42.1 | 36.4",
+                  caption="Table 3. Top-1 Accuracy on Places-LT, ImageNet-LT and iNaturalist 2018.",
+                  section_path="4. Evaluation > 4.3. Open Long-Tailed Recognition")
+    open_lt = _chunk("ccsam.md_77", " | Places-LT | Places-LT | Places-LT\nMethod | Many | Medium | Few\n"
+                                    "OLTR [32] | 44.6 | 36.8 | 25.2\nLUNA [5] | 48.1 | 41.6 | 29.0",
+                     caption="Table 4. Open long-tail performance of top-1 accuracy on ImageNet-LT and Places-LT.",
+                     section_path="4. Evaluation > 4.4. Ablation Study")
+    answer = extractive_answer("In the CC-SAM paper's open long-tailed recognition table, what accuracy on the Medium "
+                               "classes does LUNA reach on Places-LT?", _context((top1, 0.8), (open_lt, 0.7)), S)
+    assert answer.text == "LUNA [5] — Places-LT Medium: 41.6[ref:ccsam.md_77]"
+
+
 def test_a_unit_holding_the_asked_number_is_added_when_the_best_one_has_none():
     intro = _chunk("spec.md_0", "电芯的放电能量与温度有关，放电能量的测试方法见附录。", "text")
     value = _chunk("spec.md_1", "在25℃下电芯的放电能量不低于625 Wh。", "text")
