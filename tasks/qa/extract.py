@@ -462,9 +462,12 @@ def _symbol(text: str) -> str:
 _SYMBOL_DIGIT = re.compile(r"(?<=[A-Za-z])\d(?![\d.])")  # part of a symbol, no number: OCR's "A1" for "Al", "H2"
 
 
+_CAPITALIZED = re.compile(r"(?<![A-Za-z])[A-Z][a-z]+(?![A-Za-z])")
+
+
 def _column_score(header: str, question_terms: set[str], question_numbers: set[str], asked: str = "",
                   meaning: bool = False, symbols: frozenset[str] = frozenset(),
-                  missing: frozenset[str] = frozenset()) -> float:
+                  missing: frozenset[str] = frozenset(), capitalized: frozenset[str] = frozenset()) -> float:
     """How well the question names a column: its terms, +2 when every number of the header is in
     the question (a year, "2025/3/31" for "2025年3月31日"), -1 when both name years and they differ
     (a header's other numbers, "20%SOC", are conditions, not a miss), +WRITTEN_COLUMN_BONUS when the
@@ -472,8 +475,11 @@ def _column_score(header: str, question_terms: set[str], question_numbers: set[s
     not "Series 7"); +1 for a description column when the question asks what something means
     (`meaning`: "what does the value GROUP mean" is answered by "Description", not "Data type"); +2
     for a header that is a symbol the question asks (`symbols`, `_symbols_asked`: "V" of "钒（V）"), or
-    OCR's misreading of one no header of the table is (`missing`: "Zx" for Zr)."""
+    OCR's misreading of one no header of the table is (`missing`: "Zx" for Zr). A header of stop words only
+    ("Many", "Few" of a long-tail paper's tables) is named when the question capitalizes it (`capitalized`)."""
     score = named(header, question_terms) + (1.0 if meaning and _DESCRIPTION_HEADER.search(header) else 0.0)
+    if not score and header.strip() in capitalized and not terms(header):
+        score = 1.0
     if score > 0 and len(_plain(header)) >= 2 and _plain(header) in asked:
         score += WRITTEN_COLUMN_BONUS
     leaf = header.split()[-1] if header.strip() else ""  # under its group headers ("主要成分 Fe": Fe)
@@ -511,13 +517,14 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
     targets = {n for m in _TARGET.finditer(question) for n in _decimals(m.group(1))} & conditions
     asked_numbers = _signed_decimals(question)
     meaning = bool(_ASKS_MEANING.search(question))
+    capitalized = frozenset(_CAPITALIZED.findall(question))
     for block_headers, data in _blocks(rows):
         # a block with a column saying the opposite of what is asked is the other table ("前10名无限售条件
         # 股东持股情况" for 有限售条件股份): none of its columns is named
         other_table = any(_opposite(h, question) for h in block_headers)
         missing = symbols - {_symbol(h.split()[-1]) for h in block_headers if h.strip()}
         block_scores = [0.0 if other_table else
-                        _column_score(h, q | periods, q_numbers, asked, meaning, symbols, missing)
+                        _column_score(h, q | periods, q_numbers, asked, meaning, symbols, missing, capitalized)
                         for h in block_headers]
         headers, col_scores, group_of = block_headers, block_scores, None
         for row, group in zip(data, _group_headers(data)):
@@ -528,7 +535,8 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
                 headers = block_headers if group is None else \
                     [g or (block_headers[j] if j < len(block_headers) else "") for j, g in enumerate(group)]
                 col_scores = block_scores if group is None else \
-                    [0.0 if other_table else _column_score(h, q | periods, q_numbers, asked, meaning, symbols, missing)
+                    [0.0 if other_table else
+                     _column_score(h, q | periods, q_numbers, asked, meaning, symbols, missing, capitalized)
                      for h in headers]
             # the label: the first cell, or the second after a "No." column ("1.1.1 | 电芯容量 | …"),
             # with the word cells after it that name the row too (a row group's "ImageNet-LT | CC-SAM

@@ -734,3 +734,13 @@ def test_the_title_of_a_numbered_part_is_its_line_not_the_part_naming_the_docume
     assert heading_asked("What English title is printed on the cover of the standard, Part 1 (General Requirements)?") \
         is None
     assert heading_asked("按那份工会制度第十七条，职代会工作机构要组织什么小组开展工作？") is None
+
+
+def test_a_header_of_stop_words_is_named_when_the_question_capitalizes_it(tables):
+    # CC-SAM's Table 3: "Many", "Medium", "Few" are its columns; "many" and "few" are stop words
+    table = table_with(tables["cvpr_mineru3.4.4"], "iNaturalist 2018")
+    cell = table_cell("CC-SAM论文大规模数据集结果表中，普通CE基线（ResNet-152）在Places-LT上Many（头部类别）的准确率是多少？",
+                      table.content, frozenset({"cc", "sam"}))
+    assert (cell.label, cell.header, cell.value) == ("Places-LT CE ResNet-152", "Many", "45.7")
+    # lower-cased it is the question's word, not the column: "how many" names none
+    assert table_cell("On Places-LT, how many does CE with ResNet-152 reach?", table.content).header == ""
