@@ -462,6 +462,15 @@ def _symbol(text: str) -> str:
 _SYMBOL_DIGIT = re.compile(r"(?<=[A-Za-z])\d(?![\d.])")  # part of a symbol, no number: OCR's "A1" for "Al", "H2"
 
 
+QUOTED_VALUE_MIN_CHARS = 6  # a value cell this long written out in the question names its row
+
+
+@lru_cache(maxsize=4096)  # a batch asks the same tables many questions
+def _unique_values(content: str) -> frozenset[str]:
+    """The value cells (`_plain`) of a table that one row alone holds, of words, QUOTED_VALUE_MIN_CHARS or longer."""
+    held_by = Counter(_plain(cell) for row, _ in _rows(content) for cell in set(row[1:]))
+    return frozenset(cell for cell, n in held_by.items()
+                     if n == 1 and len(cell) >= QUOTED_VALUE_MIN_CHARS and not _NUMBER_CELL.match(cell))
 _CAPITALIZED = re.compile(r"(?<![A-Za-z])[A-Z][a-z]+(?![A-Za-z])")
 
 
@@ -518,6 +527,9 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
     asked_numbers = _signed_decimals(question)
     meaning = bool(_ASKS_MEANING.search(question))
     capitalized = frozenset(_CAPITALIZED.findall(question))
+    # a value the question writes out that no other row holds names its row ("负责工会经费使用监督审查工作的是
+    # 哪个职位": 经审委员's duty): the row's label, or another column, is what is asked
+    quotes = {cell for cell in _unique_values(content) if cell in asked}
     for block_headers, data in _blocks(rows):
         # a block with a column saying the opposite of what is asked is the other table ("前10名无限售条件
         # 股东持股情况" for 有限售条件股份): none of its columns is named
@@ -561,6 +573,9 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
             words = [_uncited(c) for c in row[k + 1:key] if c]
             row_score = max(named(name, q), named(label, q), *(named(c, q) for c in words)) \
                 + GROUP_TIE_WEIGHT * len(terms(label) & q)
+            quoted = [j for j in values if _plain(row[j]) in quotes]
+            if quoted:
+                row_score = max(row_score, *(named(row[j], q) for j in quoted))
             if not name or not values or row_score <= 0:
                 continue
             # a value the question states is the row's condition, not its answer ("充到90% SOC那一段的
@@ -576,7 +591,8 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
             # as OCR read it, "-15℃≤T<-10℃" in the question; not "10°℃≤T<15℃")
             label_numbers = _signed_decimals(name)
             written = (len(_plain(name)) >= 2 and _plain(name) in asked and bool(terms(name) - subject)) or \
-                (len(label_numbers) >= 2 and label_numbers <= asked_numbers and not _HAS_LETTERS.search(name))
+                (len(label_numbers) >= 2 and label_numbers <= asked_numbers and not _HAS_LETTERS.search(name)) \
+                or bool(quoted)
             if written:
                 # the row of what is asked beats a row the question names as its setting ("财务费用项下的利息费用")
                 row_score += 1.0 + FOCUS_ROW_BONUS * (_plain(name) in asked_about)

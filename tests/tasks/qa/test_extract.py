@@ -744,3 +744,13 @@ def test_a_header_of_stop_words_is_named_when_the_question_capitalizes_it(tables
     assert (cell.label, cell.header, cell.value) == ("Places-LT CE ResNet-152", "Many", "45.7")
     # lower-cased it is the question's word, not the column: "how many" names none
     assert table_cell("On Places-LT, how many does CE with ResNet-152 reach?", table.content).header == ""
+
+
+def test_a_value_the_question_writes_out_names_its_row():
+    # party_union_rules_1page_table.pdf, 表1: the question gives a duty and asks whose it is
+    members = ("职位 | 人数 | 工作职责\n工会主席 | 1 | 全面负责工会工作\n工会副主席 | 1 | 主持工会日常工作\n"
+               "经审委员 | 1 | 负责工会经费使用监督审查工作\n组织委员 | 1 | 负责工会组织工作")
+    cell = table_cell("那份工会制度的工会委员成员分工表中，负责工会经费使用监督审查工作的是哪个职位？", members)
+    assert (cell.label, cell.value) == ("经审委员", "负责工会经费使用监督审查工作")
+    # a value every row holds names none of them ("1" of 人数 is no quote either)
+    assert table_cell("工会主席有几人？", members).label == "工会主席"
