@@ -462,6 +462,9 @@ def _symbol(text: str) -> str:
 _SYMBOL_DIGIT = re.compile(r"(?<=[A-Za-z])\d(?![\d.])")  # part of a symbol, no number: OCR's "A1" for "Al", "H2"
 
 
+# what a question says a table shows beside naming it ("Table 1 (top-1 accuracy on CIFAR-10-LT and CIFAR-100-LT)",
+# "表2（Places-LT）") says which table, not which row or column of it
+_TABLE_DESCRIPTION = re.compile(r"((?:table|表)\s*[0-9]+)\s*[(（][^()（）]{3,}[)）]", re.IGNORECASE)
 QUOTED_VALUE_MIN_CHARS = 6  # a value cell this long written out in the question names its row
 
 
@@ -510,6 +513,7 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
     the Chinese an English question's words translate to, or the English a Chinese one's do
     (`tasks.qa.gloss`); they name rows and columns as its words do, but write no label out ("财务费用" of
     "shown under finance expenses")."""
+    question = _TABLE_DESCRIPTION.sub(r"\1", question)
     q, q_numbers = terms(f"{question} {glosses}"), _numbers(question)
     wants_words = answers_what_is_asked(question) is None  # "原因是什么", not "多少" / "哪一年"
     best: tuple[float, Cell] | None = None

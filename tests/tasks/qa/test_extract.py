@@ -754,3 +754,11 @@ def test_a_value_the_question_writes_out_names_its_row():
     assert (cell.label, cell.value) == ("经审委员", "负责工会经费使用监督审查工作")
     # a value every row holds names none of them ("1" of 人数 is no quote either)
     assert table_cell("工会主席有几人？", members).label == "工会主席"
+
+
+def test_what_a_question_says_a_table_shows_names_no_column(tables):
+    # CC-SAM's Table 1: "(… CIFAR-10-LT and CIFAR-100-LT)" describes the table; the ratio asked is CIFAR-100-LT's
+    table = table_with(tables["cvpr_mineru3.4.4"], "Imbalance Ratio")
+    cell = table_cell("In the CC-SAM paper's Table 1 (top-1 accuracy on CIFAR-10-LT and CIFAR-100-LT), what does MiSLAS "
+                      "score on CIFAR-100-LT with an imbalance ratio of 100?", table.content, frozenset({"cc", "sam"}))
+    assert (cell.label, cell.header, cell.value) == ("MiSLAS [62]", "CIFAR-100-LT 100", "47.50")
