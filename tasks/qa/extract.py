@@ -751,7 +751,7 @@ def focus(question: str) -> str:
 _SCOPE_TITLE = re.compile(r"《([^》]+)》")
 _SCOPE_CJK = re.compile(r"^\s*(.{2,40}?)(?:中|里|上)(?:，|,|的)|^\s*(?:根据|按照|依据|按)(.{2,40}?)(?:，|,)"
                         r"|^\s*(.{2,40}?)这(?:项|份|个|篇|部|本)")
-_SCOPE_EN = re.compile(r"^\s*(?:in|from|according to)\s+(?:the\s+)?(.{2,80}?)(?:'s\b|’s\b|,)"
+_SCOPE_EN = re.compile(r"^\s*(?:in|from|according to|under)\s+(?:the\s+)?(.{2,160}?)(?:'s\b|’s\b|,)"
                        r"|\b(?:in|from|of) the (\S+(?: \S+)?)(?:'s|’s)? (?:paper|report|document|datasheet|standard|manual)\b",
                        re.IGNORECASE)
 # a quoted title beside the word for a document: "the draft NB/T standard 'Periodic safety review … —
@@ -774,13 +774,18 @@ def document_scope(question: str) -> str:
     return " ".join(scope_parts(question))
 
 
+# a closing parenthesis of lower-case words describes what precedes it ("Table 2-1 of the Redpaper (the columns of
+# the FUNCTION_USAGE view)"); a name's is one word, capitalized or Chinese ("(ucasthesis)", "(General Requirements)")
+_DESCRIBED = re.compile(r"\s*\((?=[a-z]+\s)[^()]*\)\s*$")
+
+
 def scope_parts(question: str) -> list[str]:
     found = [m.group(1) for m in _SCOPE_TITLE.finditer(question or "")]
     found += [next(g for g in m.groups() if g) for m in _SCOPE_QUOTED.finditer(question or "")]
     found += [m.group(1) for m in _SCOPE_ON.finditer(question or "")]
     m = _SCOPE_CJK.match(question or "") or _SCOPE_EN.search(question or "")
     if m:
-        found.append(next(g for g in m.groups() if g))
+        found.append(_DESCRIBED.sub("", next(g for g in m.groups() if g)))
     return found
 
 

@@ -563,6 +563,12 @@ def test_a_quoted_title_beside_a_document_word_names_the_document():
                           "General Requirements), when should the first PSR start?").startswith(
         "periodic safety review of nuclear power plants (Part 1: General Requirements)")
     assert document_scope("In the CC-SAM paper's Table 3, what does BGP report on iNaturalist 2018?") == "CC-SAM paper"
+    # a way of naming it over 80 characters long, "under" it; a description in brackets after it names nothing
+    assert document_scope("According to the draft Part 1 (General Requirements) of the NB/T nuclear power plant periodic "
+                          "safety review standard, what methods must analysts master?").endswith("review standard")
+    assert document_scope("Under the PRC Civil Code, who may sublet?") == "PRC Civil Code"
+    assert document_scope("In Table 2-1 of the DB2 for i RCAC Redpaper (the columns of the FUNCTION_USAGE view), what "
+                          "does ALLOWED mean?") == "Table 2-1 of the DB2 for i RCAC Redpaper"
 
 
 def test_a_unit_holding_only_the_words_naming_the_document_is_no_answer():
