@@ -378,6 +378,7 @@ def _decimals(text: str) -> set[str]:
     return {_LEADING_ZEROS.sub("", n) for n in _DECIMAL.findall(unicodedata.normalize("NFKC", text or ""))}
 
 
+_RANGE_SIGN = re.compile(r"[≤≥<>~～]")  # a range's label ("-15℃≤T<-10℃"), not a grade's ("TA12-1")
 _HAS_LETTERS = re.compile(r"[A-BD-SU-Za-z]{2,}|[\u4e00-\u9fff]")  # words, not a range's "T" or "℃C"
 _ASKS_MEANING = re.compile(r"\bmean(?:s|ing)?\b|stand for|含义|意思|是指|指什么|代表什么", re.IGNORECASE)
 _DESCRIPTION_HEADER = re.compile(r"description|meaning|definition|说明|含义|定义|描述", re.IGNORECASE)
@@ -594,8 +595,9 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
             # a range's label is written out by its numbers, signs kept, whatever its symbols ("-15℃C≤T<-10℃"
             # as OCR read it, "-15℃≤T<-10℃" in the question; not "10°℃≤T<15℃")
             label_numbers = _signed_decimals(name)
-            written = (len(_plain(name)) >= 2 and _plain(name) in asked and bool(terms(name) - subject)) or \
-                (len(label_numbers) >= 2 and label_numbers <= asked_numbers and not _HAS_LETTERS.search(name)) \
+            written = (len(_plain(name)) >= 2 and _writes(asked, _plain(name)) and bool(terms(name) - subject)) or \
+                (len(label_numbers) >= 2 and label_numbers <= asked_numbers and not _HAS_LETTERS.search(name)
+                 and _RANGE_SIGN.search(name) is not None) \
                 or bool(quoted)
             if written:
                 # the row of what is asked beats a row the question names as its setting ("财务费用项下的利息费用")
@@ -663,6 +665,16 @@ def _label_numbers(rows: list[tuple[list[str], bool]]) -> set[str]:
 def _uncited(cell: str) -> str:
     """A cell without its citations ("LADE [17]" → "LADE"; "OpenMax [3]OLTR [32]" → "OpenMax OLTR")."""
     return _CITATION.sub(" ", cell).strip()
+
+
+def _writes(asked: str, label: str) -> bool:
+    """Whether the question (`_plain`, spaces gone) writes the label out, not as the start of a longer one
+    with a dash ("TA12" of "TA12-1"), a grade as OCR may have read it ("TA7E1I" for "TA7ELI")."""
+    if not label[-1:].isascii() or not label[-1:].isalnum():
+        return label in asked
+    if _HAS_DIGIT.search(label) and re.search(r"[a-z]", label):
+        asked, label = asked.translate(_OCR_LOOKALIKES), label.translate(_OCR_LOOKALIKES)
+    return re.search(rf"{re.escape(label)}(?!-[a-z0-9])", asked) is not None
 
 
 @lru_cache(maxsize=65536)  # a batch reads the same tables' labels for many questions

@@ -768,3 +768,17 @@ def test_what_a_question_says_a_table_shows_names_no_column(tables):
     cell = table_cell("In the CC-SAM paper's Table 1 (top-1 accuracy on CIFAR-10-LT and CIFAR-100-LT), what does MiSLAS "
                       "score on CIFAR-100-LT with an imbalance ratio of 100?", table.content, frozenset({"cc", "sam"}))
     assert (cell.label, cell.header, cell.value) == ("MiSLAS [62]", "CIFAR-100-LT 100", "47.50")
+
+
+def test_a_label_the_question_writes_only_as_the_start_of_a_longer_one_is_not_written():
+    # GB/T 3620.1-2016 表1 (OCR): "TA12" is in "TA12-1" but names another grade
+    alloys = ("牌号 | 名义化学成分 | Mo | Sn\n"
+              "TA12 | Ti-5. 5 A-4Sn-2Zr-1Mo-1 Nd-0 .2 5Si | 0.75~1.25 | 3.7~4.7\n"
+              "TA12-1 | Ti-5.A1-4Sn-2Zr-1Mo- 1Nd-0.2 5Si | 1.0~2.0 | 3.7~4.7")
+    question = "GB/T 3620.1—2016表1中，TA12-1钛合金（Ti-5Al-4Sn-2Zr-1Mo-1Nd-0.25Si）的钼（Mo）含量范围是多少（质量分数，%）？"
+    assert table_cell(question, alloys).label == "TA12-1"
+    # "表1" and "TA12" hold the numbers of "TA12-1": a grade is no range ("-15℃≤T<-10℃") written by its numbers
+    assert table_cell("GB/T 3620.1—2016表1中，TA12钛合金的钼（Mo）含量范围是多少？", alloys).label == "TA12"
+    # OCR read "TA7ELI" as "TA7E1I"
+    ocr = "牌号 | A1\nTA7 | 4.0~6.0\nTA7E1I | 4.50~5.75"
+    assert table_cell("GB/T 3620.1—2016表1中，TA7ELI的铝（Al）含量范围是多少？", ocr).label == "TA7E1I"
