@@ -86,11 +86,11 @@ def _forms(word: str) -> list[str]:
     """A word and the base forms an inflected English word may have ("sublets" → "sublet",
     "postponed" → "postpone" / "postpon", "holding" → "hold")."""
     out = [word]
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):  # "dies" → "die", "cities" → "citie"
+        out.append(word[:-1])
     if len(word) > 4:
         if word.endswith("ies"):
             out.append(word[:-3] + "y")
-        elif word.endswith("s") and not word.endswith("ss"):
-            out.append(word[:-1])
         if word.endswith("ed"):
             out += [word[:-1], word[:-2]]
         if word.endswith("ing"):

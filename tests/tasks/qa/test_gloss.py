@@ -37,6 +37,12 @@ def test_a_chinese_question_is_not_glossed():
     assert translatable("In BYD's Q1 2025 cash flow statement, what were tax refunds (收到的税费返还)?")
 
 
+def test_a_short_inflected_word_is_glossed_by_its_base_form():
+    # prc_civil_code.pdf, Article 732: "dies" is "die" (死亡), which tells it from Article 734
+    assert gloss_terms("if a tenant dies during the term of a house lease", {"死亡", "承租人", "房屋"}) == \
+        ["承租人", "死亡", "房屋"]
+
+
 def test_a_question_is_in_the_language_it_asks_in_whatever_its_titles_are():
     # fresh28 i15: the English title and name outweigh the Chinese it asks in, letter for letter
     question = "《The Evolution of the Word Processor》一文中，Wang Laboratories是在哪个年代推出专用文字处理机的？"
