@@ -674,7 +674,13 @@ def _writes(asked: str, label: str) -> bool:
         return label in asked
     if _HAS_DIGIT.search(label) and re.search(r"[a-z]", label):
         asked, label = asked.translate(_OCR_LOOKALIKES), label.translate(_OCR_LOOKALIKES)
-    return re.search(rf"{re.escape(label)}(?!-[a-z0-9])", asked) is not None
+    at = asked.find(label)
+    while at >= 0:
+        after = asked[at + len(label):at + len(label) + 2]
+        if not (after[:1] == "-" and after[1:].isascii() and after[1:].isalnum()):
+            return True
+        at = asked.find(label, at + 1)
+    return False
 
 
 @lru_cache(maxsize=65536)  # a batch reads the same tables' labels for many questions
