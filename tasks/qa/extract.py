@@ -72,6 +72,9 @@ _DATE = re.compile(r"[0-9]+\s*[年月日]|[0-9]{4}\s*[-/.]\s*[0-9]{1,2}|\b(?:1[5
 # the question asks a web address: the clause that answers it holds one
 _ASKS_URL = re.compile(r"网址|链接|网站|主页|github|\burl\b|website|\blink\b|homepage", re.IGNORECASE)
 _URL = re.compile(r"https?://|www\.|\b[\w-]+\.(?:com|org|net|io|cn|edu)\b", re.IGNORECASE)
+# or an e-mail address
+_ASKS_EMAIL = re.compile(r"e-?mail|邮箱|电子邮件|邮件地址", re.IGNORECASE)
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _NUMBER = re.compile(r"[0-9]+")
 _DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # "2.8" is one number: it states neither a "2" nor an "8"
 _CJK_DIGITS = "零〇一二两三四五六七八九十百千万亿"
@@ -830,10 +833,12 @@ def cjk_numbers(text: str) -> set[str]:
 
 
 def answers_what_is_asked(question: str):
-    """For a question asking a date, a number or a web address: a test whether a clause holds a date / a
-    number the question does not state itself (in digits or in Chinese numerals) / an address; None
-    for other questions."""
+    """For a question asking a date, a number, a web or an e-mail address: a test whether a clause holds a
+    date / a number the question does not state itself (in digits or in Chinese numerals) / an address;
+    None for other questions."""
     stated, stated_cjk = _numbers(question), cjk_numbers(question)
+    if _ASKS_EMAIL.search(question):
+        return lambda part: bool(_EMAIL.search(part))
     if _ASKS_URL.search(question) and not _ASKS_NUMBER.search(question):
         return lambda part: bool(_URL.search(part))
     if _ASKS_DATE.search(question):

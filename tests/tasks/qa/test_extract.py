@@ -782,3 +782,9 @@ def test_a_label_the_question_writes_only_as_the_start_of_a_longer_one_is_not_wr
     # OCR read "TA7ELI" as "TA7E1I"
     ocr = "牌号 | A1\nTA7 | 4.0~6.0\nTA7E1I | 4.50~5.75"
     assert table_cell("GB/T 3620.1—2016表1中，TA7ELI的铝（Al）含量范围是多少？", ocr).label == "TA7E1I"
+
+
+def test_a_question_asking_an_e_mail_address_is_answered_by_the_clause_holding_one():
+    asks = answers_what_is_asked("At what e-mail address can Hernando Bedoya be contacted?")
+    assert asks("Send your comments in an email to hbedoya@us.ibm.com") and not asks("He teaches IBM classes.")
+    assert answers_what_is_asked("作者的邮箱是什么？")("联系邮箱：zzp1994@mail.ustc.edu.cn")
