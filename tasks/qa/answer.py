@@ -233,14 +233,25 @@ def _ordinal(text: str) -> int | None:
 
 def asked_ordinal(question: str) -> int | None:
     """The number of the list item a question asks for (LAST for the last one), or None."""
-    m = _ASKED_ORDINAL.search(question)
-    return _ordinal(next(g for g in m.groups() if g)) if m else None
+    found = list(_ASKED_ORDINAL.finditer(question))
+    # "the first step is defining a policy; what is the second?": the last one named is asked
+    return _ordinal(next(g for g in found[-1].groups() if g)) if found else None
+
+
+# a sentence counting itself ("The second fundamental in securing data assets is …", "First, and most important,
+# is …"), behind the bullet glyph a PDF's text layer may have kept ("SM590000")
+_COUNTED = re.compile(r"^\s*(?:SM[0-9]+\s+|[•·*–-]\s*)?(?:the\s+)?(first|second|third|fourth|fifth|sixth|seventh|"
+                      r"eighth|ninth|tenth)\b", re.IGNORECASE)
 
 
 def item_number(unit: str) -> int | None:
-    """The number of the list item a unit quotes ("…下列条件: (二) 熟悉…" → 2, "3. Network …" → 3), or None."""
+    """The number of the list item a unit quotes ("…下列条件: (二) 熟悉…" → 2, "3. Network …" → 3, "The second
+    fundamental is …" → 2), or None."""
     m = _ITEM_NUMBER.search(unit)
-    return _ordinal(m.group(1) or m.group(2)) if m else None
+    if m:
+        return _ordinal(m.group(1) or m.group(2))
+    m = _COUNTED.match(unit)
+    return _ordinal(m.group(1)) if m else None
 
 
 def unwrap_lines(text: str) -> str:

@@ -525,6 +525,11 @@ def test_numbered_lines_are_items_and_the_last_one_is_asked_too():
     assert extractive_answer("Which is second?", ctx, Settings()) is None  # nothing asked but the ordinal
     # a section number is no item number
     assert item_number("2.1.6 Change Function Usage") is None and item_number("要点包括： 7. 安全审评承诺项评价") == 7
+    # a sentence counting itself is an item (redp5110_sampled.pdf: "SM590000" is its bullet's glyph)
+    assert item_number("SM590000 The second fundamental in securing data assets is the use of resource security.") == 2
+    assert item_number("First, and most important, is the definition of a company's security policy.") == 1
+    # the question names the first and asks the second
+    assert asked_ordinal("The first fundamental step is defining a company's security policy; what is the second?") == 2
 
 
 def test_a_reference_entry_is_one_unit(documents):
