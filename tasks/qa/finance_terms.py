@@ -102,6 +102,9 @@ FINANCE_TERMS: dict[str, tuple[str, ...]] = {
     "minority interests": ("少数股东",),
     "non controlling interests": ("少数股东",),
     "shareholders equity": ("股东权益", "所有者权益"),
+    # the balance sheet's last line, "负债和所有者权益（或股东权益）总计", before "total liabilities" is read alone
+    "liabilities and shareholders equity": ("负债和股东权益", "负债和所有者权益"),
+    "liabilities and owners equity": ("负债和所有者权益", "负债和股东权益"),
     "owners equity": ("所有者权益",),
     "parent company": ("母公司",),
     "attributable": ("归属于",),

@@ -126,6 +126,10 @@ def test_a_four_word_period_and_a_line_item_joined_by_ji_are_glossed():
     # "研究及开发费用" is indexed as 研究, 开发, 费用: 及 is no index term, and the words cover the rest
     assert {"研究", "开发", "费用"} <= set(gloss_terms("How much did research and development expenses rise?",
                                                   vocabulary))
+    # the balance sheet's last line is "负债和股东权益总计", not "负债合计" (total liabilities)
+    sheet = set(tokenize("负债合计 股东权益 负债和股东权益总计"))
+    glossed = gloss_terms("What total liabilities and shareholders' equity does the balance sheet show?", sheet)
+    assert {"负债", "股东权益", "总计"} <= set(glossed) and "负债合计" not in glossed
 
 
 def test_a_numbered_article_is_glossed_as_the_chinese_laws_numbering():
