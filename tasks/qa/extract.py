@@ -475,10 +475,12 @@ QUOTED_VALUE_MIN_CHARS = 6  # a value cell this long written out in the question
 @lru_cache(maxsize=4096)  # a batch asks the same tables many questions
 def _unique_values(content: str) -> frozenset[str]:
     """The value cells (`_plain`) of a table that one row alone holds, of words, QUOTED_VALUE_MIN_CHARS or longer."""
-    held_by = Counter(_plain(cell) for row, _ in _rows(content) for cell in set(row[1:]))
+    held_by = Counter(_plain(cell) for row, _ in _rows(content)[1:] for cell in set(row[1:]))
     return frozenset(cell for cell, n in held_by.items()
                      if n == 1 and len(cell) >= QUOTED_VALUE_MIN_CHARS and not _NUMBER_CELL.match(cell))
-_CAPITALIZED = re.compile(r"(?<![A-Za-z])[A-Z][a-z]+(?![A-Za-z])")
+
+
+_CAPITALIZED = re.compile(r"(?<![A-Za-z])[A-Z][a-z]+(?![A-Za-z])")  # "Many" of "在Places-LT上Many（头部类别）"
 
 
 def _column_score(header: str, question_terms: set[str], question_numbers: set[str], asked: str = "",

@@ -86,7 +86,7 @@ def _forms(word: str) -> list[str]:
     """A word and the base forms an inflected English word may have ("sublets" → "sublet",
     "postponed" → "postpone" / "postpon", "holding" → "hold")."""
     out = [word]
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):  # "dies" → "die", "cities" → "citie"
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):  # "dies" → "die" too
         out.append(word[:-1])
     if len(word) > 4:
         if word.endswith("ies"):

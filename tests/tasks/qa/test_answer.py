@@ -210,7 +210,8 @@ def test_words_of_one_passage_do_not_name_the_document_for_its_tables():
     # redp5110_sampled.md: MinerU read an SQL statement as a table (chunk 34); only the sentence of chunk 51
     # says "added", "group", "verify" — they are not what the document is about, and its cells hold none
     bio = _chunk("redp.md_12", "Hernando Bedoya is a Senior IT Specialist at STG Lab Services and Training in "
-                               "Rochester, Minnesota. He teaches IBM classes worldwide in all areas of DB2 for i.", "text")
+                               "Rochester, Minnesota. He teaches IBM classes worldwide in all areas of DB2 for i.",
+                 "text")
     sql = _chunk("redp.md_34", "SELECT | function_id, user_name, usage, user_type\n"
                                "FROM ORDER | function_usage function_id='QIBM_DB_SECADM' user_name;\nWHERE | ")
     added = _chunk("redp.md_51", "3.3 VERIFY_GROUP_FOR_USER function\nThe VERIFY_GROUP_FOR_USER function was added "
@@ -226,7 +227,8 @@ def test_a_captioned_table_is_named_by_its_caption_not_the_section_it_landed_in(
     # the CC-SAM paper (MinerU 3.4.4): Table 3 landed under "4.3. Open Long-Tailed Recognition", whose
     # results are Table 4's, in section 4.4
     top1 = _chunk("ccsam.md_74", "Dataset | Method | Backbone | Many | Medium | Few\n"
-                                 "Places-LT | CE | ResNet-152 | 45.7 | 27.3 | 8.2\nPlaces-LT | CC-SAM | ResNet-152 | 41.2 | 42.1 | 36.4",
+                                 "Places-LT | CE | ResNet-152 | 45.7 | 27.3 | 8.2\n"
+                                 "Places-LT | CC-SAM | ResNet-152 | 41.2 | 42.1 | 36.4",
                   caption="Table 3. Top-1 Accuracy on Places-LT, ImageNet-LT and iNaturalist 2018.",
                   section_path="4. Evaluation > 4.3. Open Long-Tailed Recognition")
     open_lt = _chunk("ccsam.md_77", " | Places-LT | Places-LT | Places-LT\nMethod | Many | Medium | Few\n"
