@@ -655,6 +655,9 @@ def _is_item(units: Sequence[_Unit], i: int, ordinal: int) -> bool:
     return after != number + 1
 
 
+_ARTICLE = re.compile(r"^\s*第[零一二三四五六七八九十百千0-9]+条")
+
+
 def extractive_answer(question: str, context: Context, settings: Settings) -> Answer | None:
     """The evidence units that hold most of the question's terms (`tasks.qa.extract.terms`: CJK
     bigrams, English words, numbers) and of its jieba words (the mean of both shares), each term
@@ -742,11 +745,16 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
         # beside its cell, a table answers with its notes ("注：…", a limit stated under it)
         quoted, lead = table_notes(c.chunk) if cell is not None else \
             evidence_units(c.chunk, ordinal is not None, openings.get((c.source, c.chunk.chunk_index - 1), "")), ""
+        article = ""
         for pos, unit in enumerate(quoted):
             # a part after "；" is said in the setting its sentence's first part gives ("第三季度收入…至38.9
             # 亿元；毛利率同比-1.1 百分点至42.8%；"): it holds those words too
             setting = lead if pos and quoted[pos - 1].endswith(("；", ";")) else ""
             lead = setting or unit
+            # a law's sentence is said in its article ("第十九条 国家发展…。国家举办各种学校，普及初等义务教育…"):
+            # it holds the article's number, which a question names it by ("Article 19")
+            opened = _ARTICLE.match(unit)
+            article, setting = (opened.group(0), setting) if opened else (article, f"{setting} {article}".strip())
             cleaned = clean_text(unit)
             is_heading = asked_heading is not None and bool(asked_heading.search(unit))
             no_unit = len(cleaned) < MIN_SENTENCE_CHARS or cleaned in headings or _TOC_LINE.search(unit) \

@@ -353,6 +353,16 @@ def test_a_line_ending_with_a_date_ends_its_entry():
                                "风险提示:线下消费持续疲软、品牌形象受损、渠道拓展不及预期。"]
 
 
+def test_a_laws_sentence_is_said_in_its_article():
+    # prc_constitution.pdf: the article's number opens its first sentence only
+    law = _chunk("prc_constitution.pdf_13", "第十八条 中华人民共和国允许外国的企业和其他经济组织或者个人依照中华人民共和国法律的规定在中国投资。\n"
+                 "第十九条 国家发展社会主义的教育事业，提高全国人民的科学文化水平。\n"
+                 "国家举办各种学校，普及初等义务教育，发展中等教育、职业教育和高等教育，并且发展学前教育。\n"
+                 "第二十条 国家发展自然科学和社会科学事业，普及科学和技术知识。", "text")
+    answer = extractive_answer("根据宪法第十九条，国家普及什么教育？", _context((law, 0.9)), S)
+    assert answer.text.startswith("国家举办各种学校，普及初等义务教育")
+
+
 def test_the_question_words_decide_where_bigrams_tie():
     # both articles share 16 bigrams with the question; only one is about 死亡 (prc_civil_code.pdf chunk 17)
     law = _chunk("civil.pdf_17", "第四十条 自然人下落不明满二年的，利害关系人可以向人民法院申请宣告该自然人为失踪人。\n"
