@@ -672,13 +672,19 @@ def _uncited(cell: str) -> str:
     return _CITATION.sub(" ", cell).strip()
 
 
+# letters and digits OCR reads one for the other in a grade's name ("TA7E1I" for TA7ELI, "TCA" for TC4)
+_GRADE_LOOKALIKES = str.maketrans("104i", "loal")
+_GRADE = re.compile(r"^[a-z]{1,3}[0-9]|^[a-z]{2}a$")  # "ta12", "tc4eli"; "tca" as OCR read "TC4"
+
+
 def _writes(asked: str, label: str) -> bool:
     """Whether the question (`_plain`, spaces gone) writes the label out, not as the start of a longer one
-    with a dash ("TA12" of "TA12-1"), a grade as OCR may have read it ("TA7E1I" for "TA7ELI")."""
+    with a dash ("TA12" of "TA12-1"), a grade as OCR may have read it ("TA7E1I" for "TA7ELI", "TCA" for
+    "TC4")."""
     if not label[-1:].isascii() or not label[-1:].isalnum():
         return label in asked
-    if _HAS_DIGIT.search(label) and re.search(r"[a-z]", label):
-        asked, label = asked.translate(_OCR_LOOKALIKES), label.translate(_OCR_LOOKALIKES)
+    if _HAS_DIGIT.search(label) and re.search(r"[a-z]", label) or _GRADE.match(label):
+        asked, label = asked.translate(_GRADE_LOOKALIKES), label.translate(_GRADE_LOOKALIKES)
     at = asked.find(label)
     while at >= 0:
         after = asked[at + len(label):at + len(label) + 2]

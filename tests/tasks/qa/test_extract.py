@@ -776,6 +776,31 @@ def test_what_a_question_says_a_table_shows_names_no_column(tables):
     assert (cell.label, cell.header, cell.value) == ("MiSLAS [62]", "CIFAR-100-LT 100", "47.50")
 
 
+# GB/T 3620.1-2016's Table 3 as OCR read it (rows of chunk 14 of the docs KB): "TC4" is "TCA"
+TABLE_3_OCR = ('表3α-β型钛合金牌号及化学成分\n'
+               '化学成分（质量分数）/%\n'
+               '合金 |  |  |  |  |  |  |  |  |  | 主要成分 |  |  |  |  |  |  |  | '
+               ' |  |  | 杂质，不大于 |  |  | \n'
+               '牌号 | 名义化学成分 |  |  |  |  |  |  |  |  |  |  |  |  |  |  |  |  '
+               '|  |  |  |  |  |  | 其他元素\n'
+               ' |  | Ti | A1 | Si | V | Cr | Mn | Fe | Cu | Zx | Nb | Mo | '
+               'Ru | Pd | Sn | Ta | W | Fe | C | N | H | 0 |  | \n'
+               ' |  |  |  |  |  |  |  |  |  |  |  |  |  |  |  |  |  |  |  | '
+               ' |  |  |  | 单一总和\n'
+               'TC3 | Ti-5.A1-4V | 余量 | 4.5~6.0 |  | 3.5~4.5 |  | 一 |  | 一 |'
+               ' 一 | 一 | 一 | 一 |  |  |  |  | 0.30 | 0.08 | 0.05 | 0.015 | 0.'
+               '15 | 0.10 | 0.40\n'
+               'TCA | Ti-6A1-4V | 余量 | 5.50~6.75 |  | 3.5~4.5 |  |  |  |  | '
+               ' |  |  |  |  |  |  |  | 0.30 | 0.08 | 0.05 | 0.015 | 0.20 | '
+               '0.10 | 0.40\n'
+               'TC4ELI | Ti-6A14VELI | 余量 | 5.5~6.5 |  | 3.5~4.5 |  |  |  | '
+               ' |  |  |  |  |  |  |  |  | 0.25 | 0.08 | 0.03 | 0.012 | 0.13'
+               ' | 0.10 | 0.30\n'
+               'TC6 | Ti-6A-1.5Cr-2.5 Mo-0.5Fe-0.3Si | 余量 | 5.5~7.0 | 0.15~0'
+               '.40 |  | 0.8~2.3 |  | 0.2~0.7 | — | 一 |  | 2.0~3.0 | — |  | '
+               ' |  |  |  | 0.08 | 0.05 | 0.015 | 0.18 | 0.10 | 0.40')
+
+
 def test_a_label_the_question_writes_only_as_the_start_of_a_longer_one_is_not_written():
     # GB/T 3620.1-2016 表1 (OCR): "TA12" is in "TA12-1" but names another grade
     alloys = ("牌号 | 名义化学成分 | Mo | Sn\n"
@@ -785,9 +810,12 @@ def test_a_label_the_question_writes_only_as_the_start_of_a_longer_one_is_not_wr
     assert table_cell(question, alloys).label == "TA12-1"
     # "表1" and "TA12" hold the numbers of "TA12-1": a grade is no range ("-15℃≤T<-10℃") written by its numbers
     assert table_cell("GB/T 3620.1—2016表1中，TA12钛合金的钼（Mo）含量范围是多少？", alloys).label == "TA12"
-    # OCR read "TA7ELI" as "TA7E1I"
+    # OCR read "TA7ELI" as "TA7E1I", "TC4" as "TCA"
     ocr = "牌号 | A1\nTA7 | 4.0~6.0\nTA7E1I | 4.50~5.75"
     assert table_cell("GB/T 3620.1—2016表1中，TA7ELI的铝（Al）含量范围是多少？", ocr).label == "TA7E1I"
+    assert table_cell("Per Table 3 of GB/T 3620.1-2016, what aluminium (Al) content range, in mass %, is specified for "
+                      "the alpha-beta grade TC4 (Ti-6Al-4V)?", TABLE_3_OCR).value == "5.50~6.75"
+
 
 
 def test_a_question_asking_an_e_mail_address_is_answered_by_the_clause_holding_one():
