@@ -215,7 +215,8 @@ _LIST_ITEM = re.compile(r"^\s*[（(][一二三四五六七八九十0-9]+[)）]")
 _NUMBERED_ITEM = re.compile(r"^\s*(?:[（(][一二三四五六七八九十0-9]+[)）]|[0-9]{1,2}[.．、](?![0-9]))")
 _OPENS_LIST = re.compile(r"^(.*[:：])\s*[（(][一二三四五六七八九十1]+[)）]")
 # the question asks for a list's n-th item ("第三个条件", "the second requirement"; not "第十五条", an article)
-_ORDINAL_WORDS = "first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last"
+_COUNT_WORDS = "first second third fourth fifth sixth seventh eighth ninth tenth".split()
+_ORDINAL_WORDS = "|".join([*_COUNT_WORDS, "last"])
 _ASKED_ORDINAL = re.compile(r"第([一二三四五六七八九十]|[0-9]{1,2})(?:个|项|点|种|步|条件)|(最后)一?(?:个|项|点|种|步|条)"
                             rf"|\b({_ORDINAL_WORDS})\b", re.IGNORECASE)
 _ENGLISH_ORDINAL = re.compile(rf"\b(?:{_ORDINAL_WORDS})\b", re.IGNORECASE)
@@ -223,7 +224,7 @@ _ENGLISH_ORDINAL = re.compile(rf"\b(?:{_ORDINAL_WORDS})\b", re.IGNORECASE)
 _ITEM_NUMBER = re.compile(r"[（(]([一二三四五六七八九十]|[0-9]{1,2})[)）]|(?:^|[:：]\s*)([0-9]{1,2})[.．、](?![0-9])")
 LAST = -1  # the ordinal of "the last item", "最后一项"
 _ORDINALS = {w: i for i, w in enumerate("一二三四五六七八九十", 1)} | \
-    {w: i for i, w in enumerate("first second third fourth fifth sixth seventh eighth ninth tenth".split(), 1)} | \
+    {w: i for i, w in enumerate(_COUNT_WORDS, 1)} | \
     {"last": LAST, "最后": LAST}
 
 
@@ -240,8 +241,7 @@ def asked_ordinal(question: str) -> int | None:
 
 # a sentence counting itself ("The second fundamental in securing data assets is …", "First, and most important,
 # is …"), behind the bullet glyph a PDF's text layer may have kept ("SM590000")
-_COUNTED = re.compile(r"^\s*(?:SM[0-9]+\s+|[•·*–-]\s*)?(?:the\s+)?(first|second|third|fourth|fifth|sixth|seventh|"
-                      r"eighth|ninth|tenth)\b", re.IGNORECASE)
+_COUNTED = re.compile(rf"^\s*(?:SM[0-9]+\s+|[•·*–-]\s*)?(?:the\s+)?({'|'.join(_COUNT_WORDS)})\b", re.IGNORECASE)
 
 
 def item_number(unit: str) -> int | None:
@@ -754,7 +754,10 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
             # a law's sentence is said in its article ("第十九条 国家发展…。国家举办各种学校，普及初等义务教育…"):
             # it holds the article's number, which a question names it by ("Article 19")
             opened = _ARTICLE.match(unit)
-            article, setting = (opened.group(0), setting) if opened else (article, f"{setting} {article}".strip())
+            if opened:
+                article = opened.group(0)
+            elif article:
+                setting = f"{setting} {article}".strip()
             cleaned = clean_text(unit)
             is_heading = asked_heading is not None and bool(asked_heading.search(unit))
             no_unit = len(cleaned) < MIN_SENTENCE_CHARS or cleaned in headings or _TOC_LINE.search(unit) \

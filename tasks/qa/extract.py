@@ -672,7 +672,8 @@ def _uncited(cell: str) -> str:
     return _CITATION.sub(" ", cell).strip()
 
 
-# letters and digits OCR reads one for the other in a grade's name ("TA7E1I" for TA7ELI, "TCA" for TC4)
+# letters and digits OCR reads one for the other in a grade's name ("TA7E1I" for TA7ELI, "TCA" for TC4):
+# `_OCR_LOOKALIKES` and the 4 OCR reads as A, which an element symbol never holds
 _GRADE_LOOKALIKES = str.maketrans("104i", "loal")
 _GRADE = re.compile(r"^[a-z]{1,3}[0-9]|^[a-z]{2}a$")  # "ta12", "tc4eli"; "tca" as OCR read "TC4"
 
@@ -683,7 +684,7 @@ def _writes(asked: str, label: str) -> bool:
     "TC4")."""
     if not label[-1:].isascii() or not label[-1:].isalnum():
         return label in asked
-    if _HAS_DIGIT.search(label) and re.search(r"[a-z]", label) or _GRADE.match(label):
+    if (_HAS_DIGIT.search(label) and re.search(r"[a-z]", label)) or _GRADE.match(label):
         asked, label = asked.translate(_GRADE_LOOKALIKES), label.translate(_GRADE_LOOKALIKES)
     at = asked.find(label)
     while at >= 0:
