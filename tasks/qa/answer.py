@@ -261,7 +261,8 @@ def unwrap_lines(text: str) -> str:
     for line in lines[1:]:
         prev = out[-1]
         wrapped = (len(prev.strip()) >= WRAP_MIN_LINE_CHARS and line.strip() and not _ENDS_SENTENCE.search(prev)
-                   and " | " not in prev and " | " not in line and not _STARTS_ITEM.match(line))
+                   and " | " not in prev and " | " not in line and not _STARTS_ITEM.match(line)
+                   and not _next_reference(prev, line))
         if wrapped:
             cjk = _CJK_CHAR.match(line.lstrip()) or _CJK_CHAR.search(prev.rstrip()[-1:])
             out[-1] = prev.rstrip() + ("" if cjk else " ") + line.lstrip()
@@ -273,9 +274,16 @@ def unwrap_lines(text: str) -> str:
 _BARE_NUMBER = re.compile(r"^[0-9]{1,2}[.．]$")  # "1." of "1. Hardware constraints", split off as a sentence
 
 
-# an entry of a reference list ("Chen, X., & Dubois, M. (2023). Mitigating …. Urban Hover-Transit
-# Studies, 15(1), 22-38."): its title, journal and pages are one statement, never split at their periods
-_REFERENCE_ENTRY = re.compile(r"^\s*(?:\[?[0-9]{1,3}[.\]]\s*)?[A-Z][^\n]{0,200}?\([0-9]{4}[a-z]?\)\.\s")
+# an entry of a reference list, APA ("Chen, X., & Dubois, M. (2023). Mitigating …. Urban Hover-Transit
+# Studies, 15(1), 22-38.") or GB/T 7714 ("BRAVO H, OLAVARRIA J. Comparative study …[J]. Anatomy and
+# embryology, 1990, 181(1):67-73."): its title, journal and pages are one statement, never split at their periods
+_REFERENCE_ENTRY = re.compile(r"^\s*(?:\[?[0-9]{1,3}[.\]]\s*)?(?:[A-Z][^\n]{0,200}?\([0-9]{4}[a-z]?\)\.\s"
+                              r"|[^\n]{1,200}?\[(?:[JMCDRSPNGZA]|EB|DB|CP)(?:/OL)?\](?:\.|//))")
+
+
+def _next_reference(prev: str, line: str) -> bool:
+    """`line` opens the reference entry after the whole one `prev` holds."""
+    return prev.rstrip().endswith(".") and bool(_REFERENCE_ENTRY.match(prev) and _REFERENCE_ENTRY.match(line))
 
 
 def sentences(text: str) -> list[str]:

@@ -544,6 +544,14 @@ def test_a_reference_entry_is_one_unit(documents):
                      "Review, 41(3), 45-67.\n2. Chen, X. (2023). Motion. Transit, 15(1), 22-38.") == \
         ["References.", "Two of them.", "1. Bennett, L. M. (2025). Copyright in dreams. Cybernetic Law Review, 41(3), 45-67.",
          "2. Chen, X. (2023). Motion. Transit, 15(1), 22-38."]
+    # GB/T 7714 entries (ucasthesis_template_guide.pdf's list, one per line): the "[J]." closing the title ends
+    # no sentence, and an entry's line is not the one before it wrapped
+    bravo = ("BRAVO H, OLAVARRIA J. Comparative study of visual inter and intrahemispheric cortico-cortical "
+             "connections in five native chilean rodents[J]. Anatomy and embryology, 1990, 181(1):67-73.")
+    lamport = "LAMPORT L. Document preparation system[M]. Addison-Wesley Reading, MA, 1986."
+    assert sentences(f"{bravo}\n{lamport}") == [bravo, lamport]
+    assert sentences("陈晋镳, 张惠民. 蓟县震旦亚界研究[M]//中国震旦亚界. 天津: 天津科学技术出版社, 1980: 56-114.") == \
+        ["陈晋镳, 张惠民. 蓟县震旦亚界研究[M]//中国震旦亚界. 天津: 天津科学技术出版社, 1980: 56-114."]
 
 
 def test_a_row_named_only_by_the_documents_name_answers_only_with_a_column_named():
