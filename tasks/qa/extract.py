@@ -750,6 +750,7 @@ _ASKED_EN = re.compile(r"\s*(?:what|which|who)\s+(?:is|are|was|were)\s+(?:the\s+
 # "What dividend yield does the broker report …", "…, what F-measure does IEM get …": the X of "what X does"
 _ASKED_DOES = re.compile(r"\bwhat\s+((?:[\w'’-]+\s+){0,5}?[\w'’-]+)\s+(?:does|did|do)\b", re.IGNORECASE)
 _FOCUS_START = re.compile(r".*[的，,、：:；;。？?]|.*中|.*里")
+_ASIDE = re.compile(r"[（(][^（）()]*[，,、；;][^（）()]*[）)]")  # a bracketed aside of clauses
 _MEANS = re.compile(r"(?:指的|是指|指|代表|表示|的含义|的意思|的全称)$")  # "X指的是什么", "SF代表什么": X is asked about
 # "What (Chinese term) does SF stand for?", "What does PSR mean?": the abbreviation asked about
 _STANDS_FOR = re.compile(r"\bwhat\s+(?:[\w-]+\s+){0,2}does\s+(?:the\s+)?(?:abbreviation\s+|acronym\s+|symbol\s+)?"
@@ -769,6 +770,7 @@ def focus(question: str) -> str:
     if m is None:
         return ""
     before = _MEANS.sub("", question[:m.start()])  # "NNSA指的是什么": NNSA
+    before = _ASIDE.sub("", before)  # "利息费用在上期（2024年一季度，经重述）是多少": not "经重述"
     head = _FOCUS_START.match(before)
     span = before[head.end():] if head else before
     if len(span) < 2:  # "谁是…", "…的是什么": the words after it

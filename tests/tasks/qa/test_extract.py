@@ -328,6 +328,10 @@ def test_the_row_the_question_asks_about_beats_the_row_it_names_as_its_setting(t
     statement = table_with(tables["byd_2025q1_quarterly_report"], "其中:利息费用")
     question = "合并利润表中，财务费用项下的利息费用本期发生额是多少元？"
     assert table_cell(question, statement.content).text == "其中:利息费用 — 本期发生额: 601,460,000.00"
+    # a bracketed aside of clauses before the asking word is not what is asked
+    question = "比亚迪2025年第一季度合并利润表中，财务费用项下的利息费用在上期（2024年一季度，经重述）是多少元？"
+    assert focus(question) == "利息费用在上期"
+    assert table_cell(question, statement.content).text == "其中:利息费用 — 上期发生额（经重述）: 580,449,000.00"
     assert table_cell("合并利润表中财务费用的本期发生额是多少元？", statement.content).label == "财务费用"
 
 
