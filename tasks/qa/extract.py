@@ -93,6 +93,14 @@ _TARGET = re.compile(r"(?:到|至|\bup to|\bto|\buntil|\bending at)\s*([0-9]+(?:
 PERCENT_BONUS = 0.5  # a cell in % when the question asks a ratio, as a column named by a term or two
 _ASKS_RATIO = re.compile(r"(?<![功频速])率|比例|占比|百分比|percent|\bratio\b|\brate\b", re.IGNORECASE)
 _CITATION = re.compile(r"\s*\[[0-9]+(?:\s*[,，–-]\s*[0-9]+)*\]")
+# a question asking how much something changed against a base ("by what percentage did … change compared with the
+# same period last year", "比上年同期增长了多少"): the column comparing with the base answers, not the base's
+_ASKS_CHANGE = re.compile(r"(?:\bby (?:what|how much)\b|\bchange|\bincreas|\bdecreas|\brise\b|\brose\b|\bfell\b|\bfall\b"
+                          r"|\bgr[eo]w|\bdrop|增减|增长|下降|减少|增加|变动|变化).*?(?:\bcompared (?:with|to)\b|\bthan\b"
+                          r"|\bversus\b|\bvs\b|\bover\b|比|较)"
+                          r"|(?:\bcompared (?:with|to)\b|\bthan\b|\bversus\b|\bvs\b|比|较).*?"
+                          r"(?:\bchange|\bincreas|\bdecreas|\bgr[eo]w|增减|增长|下降|减少|增加|变动|变化)", re.IGNORECASE)
+_CHANGE_HEADER = re.compile(r"增减|变动|变化|增长|同比|环比|%|\bchange\b|\bgrowth\b|\byoy\b", re.IGNORECASE)
 _SUB_ITEM = re.compile(r"^\s*(?:其中|加|减)\s*[:：]\s*")  # a financial statement's sub-item marker
 _NUMBERING = re.compile(r"^(?:no\.?|序号|[0-9]+(?:\.[0-9]+)*\.?)$", re.IGNORECASE)
 # words that ask rather than name: never evidence that a row or column was meant
@@ -512,6 +520,21 @@ def _column_score(header: str, question_terms: set[str], question_numbers: set[s
     return score
 
 
+def _compared(headers: list[str], scores: list[float]) -> list[float]:
+    """The column scores of a question asking a change against a base (`_ASKS_CHANGE`): a base column
+    ("上年同期") hands its score to the change column that holds its words ("本报告期比上年同期增减（%）")."""
+    out = list(scores)
+    for i, base in enumerate(headers):
+        base_terms = terms(base)
+        changes = [j for j, h in enumerate(headers) if j != i and base_terms and base_terms < terms(h)
+                   and _CHANGE_HEADER.search(h)]
+        if changes and scores[i] > 0:
+            for j in changes:
+                out[j] = max(out[j], scores[i] + scores[j])
+            out[i] = 0.0
+    return out
+
+
 def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(), glosses: str = "") -> Cell | None:
     """The cell of a " | " table the question asks for, or None when no row label is named. The
     question's terms in `subject` name the document ("CC-SAM" of "in the CC-SAM paper, what does
@@ -537,6 +560,7 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
     asked_numbers = _signed_decimals(question)
     meaning = bool(_ASKS_MEANING.search(question))
     capitalized = frozenset(_CAPITALIZED.findall(question))
+    change = bool(_ASKS_CHANGE.search(question))
     # a value the question writes out that no other row holds names its row ("负责工会经费使用监督审查工作的是
     # 哪个职位": 经审委员's duty): the row's label, or another column, is what is asked
     quotes = {cell for cell in _unique_values(content) if cell in asked}
@@ -548,6 +572,8 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
         block_scores = [0.0 if other_table else
                         _column_score(h, q | periods, q_numbers, asked, meaning, symbols, missing, capitalized)
                         for h in block_headers]
+        if change:
+            block_scores = _compared(block_headers, block_scores)
         headers, col_scores, group_of = block_headers, block_scores, None
         for row, group in zip(data, _group_headers(data)):
             if group is row:
@@ -560,6 +586,8 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
                     [0.0 if other_table else
                      _column_score(h, q | periods, q_numbers, asked, meaning, symbols, missing, capitalized)
                      for h in headers]
+                if change and group is not None:
+                    col_scores = _compared(headers, col_scores)
             # the label: the first cell, or the second after a "No." column ("1.1.1 | 电芯容量 | …"),
             # with the word cells after it that name the row too (a row group's "ImageNet-LT | CC-SAM
             # | ResNeXt-50 | 63.1"); a label the question writes out ("≥-10" in "温度≥-10℃时") counts one more

@@ -47,6 +47,21 @@ def test_by_what_percentage_takes_the_change_rate_not_the_reason(tables):
     assert (cell.label, cell.header, cell.value) == ("研究及开发费用", "变动率", "34.04%")
 
 
+def test_a_change_against_a_base_takes_the_column_comparing_with_it(tables):
+    # BYD's key accounting data: "上年同期" is the base the question compares with, "本报告期比上年同期增减（%）"
+    # the change asked
+    data = table_with(tables["byd_2025q1_quarterly_report"], "本报告期比上年同期增减")
+    question = ("In the key accounting data of BYD's Q1 2025 report, by what percentage did net cash flow from "
+                "operating activities change compared with the same period last year?")
+    glosses = "经营 活动 现金 流量 净额 上年 同期 变动"
+    assert table_cell(question, data.content, glosses=glosses).value == "-16.10%"
+    assert table_cell("比亚迪一季报主要会计数据中，经营活动产生的现金流量净额比上年同期增减了多少？", data.content).value \
+        == "-16.10%"
+    # the base asked for itself
+    assert table_cell("比亚迪一季报主要会计数据中，经营活动产生的现金流量净额上年同期是多少元？", data.content).value \
+        == "10,227,984,000.00"
+
+
 @pytest.fixture(scope="module")
 def alloy_table(tmp_path_factory):
     """GB/T 3620.1's table 1 (continued), a page printed sideways, as the OCR backend writes it."""
