@@ -515,8 +515,14 @@ def test_a_document_whose_heading_is_the_name_the_question_gives_holds_all_of_th
     question = "按《核电厂定期安全评价 第1部分：通用要求》征求意见稿，核电厂PSR通常多久开展一次？"
     assert _subject_terms(question, ctx)["part1.docx"] == terms("核电厂定期安全评价 第1部分：通用要求")
     assert extractive_answer(question, ctx, S).citations == ["part1.docx_24"]
-    # without the heading, only the words most of its prose holds name it ("第1部分" is in 2 of 5 chunks)
+    # without the heading, the words a fifth of its prose holds name it ("第1部分" is in 1 of 4 chunks, not
+    # in 1 of 6)
     ctx = _context((mode, 0.65), (team, 0.54), (management, 0.44), (foreword, 0.33))
+    subject = _subject_terms(question, ctx)["part1.docx"]
+    assert terms("定期安全评价") | terms("第1部分：通用要求") <= subject
+    plan = _chunk("part1.docx_30", "5.6.1 核电厂定期安全评价项目应制定总体计划。", "text")
+    report = _chunk("part1.docx_40", "6.1 核电厂定期安全评价报告应包括各安全要素的评价结果。", "text")
+    ctx = _context((mode, 0.65), (team, 0.54), (management, 0.44), (plan, 0.4), (report, 0.35), (foreword, 0.33))
     subject = _subject_terms(question, ctx)["part1.docx"]
     assert terms("定期安全评价") <= subject and not terms("部分通用要求") & subject
     # a 《title》 only cited in running text names what is asked, not the document: it still picks the sentence
@@ -524,3 +530,19 @@ def test_a_document_whose_heading_is_the_name_the_question_gives_holds_all_of_th
     cover = _chunk("byd.pdf_0", "证券代码:002594\n证券简称:比亚迪\n公告编号:2025-035", "text")
     ctx = _context((cover, 0.8), (cited, 0.7))
     assert "2025-011" in extractive_answer("比亚迪《关于完成配售H股的公告》的公告编号是多少？", ctx, S).text
+
+
+def test_the_words_naming_the_document_pick_no_passage_of_it_that_one_of_its_passages_holds():
+    # the Redpaper's preface restates "IBM DB2 for i … (RCAC)" and "Redpaper": the words the question names
+    # the paper by; one of its two passages holding them is enough to make them the paper's, not the preface's
+    masks = _chunk("redp5110.md_44", "A column mask is a database object that manifests a column value access "
+                   "control rule for a specific column in a specific table. It uses a CASE expression that "
+                   "describes what you see when you access the column. For example, a teller can see only the "
+                   "last four digits of a tax identification number.", "text")
+    preface = _chunk("redp5110.md_64", "Protect columns by defining column masks\nThis IBM Redpaper publication "
+                     "provides information about the IBM i 7.2 feature of IBM DB2 for i Row and Column Access "
+                     "Control (RCAC).", "text")
+    question = ("In the DB2 for i RCAC Redpaper's explanation of column masks, what example is given of what a "
+                "teller can see?")
+    answer = extractive_answer(question, _context((masks, 0.8), (preface, 0.7)), S)
+    assert answer.text.startswith("For example, a teller can see only the last four digits")

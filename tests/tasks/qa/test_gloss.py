@@ -92,10 +92,12 @@ def test_a_translation_weighs_less_than_the_questions_own_words(monkeypatch):
     chunks.append(Chunk(content=STATEMENT, chunk_type=TEXT, source="thesis_guide.pdf", chunk_id="thesis_guide.pdf_3"))
     scores = [0.6, 0.7, 0.9, 0.5]  # as retrieval ranked them: the carbon paper sentence first
     context = build_context([Candidate(c.chunk_id, s, chunk=c) for c, s in zip(chunks, scores)], Settings())
-    question = ("According to the essay on the evolution of the word processor, which pre-digital advancement made it "
-                "possible to produce copies of typed documents?")
+    question = "Which pre-digital advancement made it possible to produce copies of typed documents?"
     assert "carbon paper" in extractive_answer(question, context, Settings()).text
-    # were a translation as good as the words themselves, the statement's many glosses would win
+    named = f"According to the essay on the evolution of the word processor, w{question[1:]}"
+    assert "carbon paper" in extractive_answer(named, context, Settings()).text
+    # were a translation as good as the words themselves, the statement's many glosses would win (the words
+    # naming the essay, which its passages hold, would outweigh them)
     monkeypatch.setattr(tasks.qa.answer, "GLOSS_WEIGHT", 1.0)
     assert extractive_answer(question, context, Settings()).citations == ["thesis_guide.pdf_3"]
 
