@@ -34,6 +34,7 @@ _JOINERS = frozenset("及和与之的")  # characters joining a line item's word
 _ENTRY = re.compile(r"^\S+ (\S+) \[[^\]]*\] /(.*)/$")
 _SENSE_NOISE = re.compile(r"\([^)]*\)|\b(?:sth|sb|etc)\b\.?")
 _WORD = re.compile(r"[a-z]+")
+_PARTICLES = frozenset("up out off down over away apart back".split())  # of a phrasal verb's sense
 _POSSESSIVE = re.compile(r"['’]s\b")  # "National People's Congress" is looked up as "national people congress"
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 # a sense that only points elsewhere ("variant of …", "see …") or names a measure word
@@ -66,6 +67,8 @@ def _cedict() -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]:
                     found = found[1:]
                 if 0 < len(found) <= MAX_PHRASE_WORDS:
                     backwards.setdefault(" ".join(found), set()).add(head)
+                if len(found) == 2 and found[1] in _PARTICLES:  # "divide up" (划分) is said "divided"
+                    backwards.setdefault(found[0], set()).add(head)
     return ({phrase: frozenset(heads) for phrase, heads in backwards.items()},
             {head: frozenset(words) for head, words in forwards.items()})
 

@@ -43,6 +43,12 @@ def test_a_short_inflected_word_is_glossed_by_its_base_form():
         ["承租人", "死亡", "房屋"]
 
 
+def test_a_verb_is_glossed_by_the_senses_of_its_phrasal_verb():
+    # NB/T PSR Part 1, 5.3.1: "项目可划分为准备和执行两个阶段": 划分 is CC-CEDICT's "to divide up"
+    assert "划分" in gloss_terms("into which two phases can a PSR project be divided?", {"划分", "阶段", "项目"})
+    assert "划分" not in gloss_terms("which phases are listed?", {"划分", "阶段"})  # "up" alone is no word asked
+
+
 def test_a_question_is_in_the_language_it_asks_in_whatever_its_titles_are():
     # fresh28 i15: the English title and name outweigh the Chinese it asks in, letter for letter
     question = "《The Evolution of the Word Processor》一文中，Wang Laboratories是在哪个年代推出专用文字处理机的？"
