@@ -131,8 +131,8 @@ def gloss_terms(question: str, vocabulary: Collection[str]) -> list[str]:
             span = range(i, i + n)
             if used.intersection(span):
                 continue
-            if n == 1 and (words[i] in STOP_WORDS or words[i] in _ASKING or len(words[i]) < 3):
-                continue
+            if n == 1 and len(words[i]) < 3 or all(w in STOP_WORDS or w in _ASKING for w in words[i:i + n]):
+                continue  # "according to" (根据) names the source, not what the answer says
             found: set[str] = set()
             finance: list[str] = []
             for last in _forms(words[i + n - 1]):

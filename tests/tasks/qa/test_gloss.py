@@ -49,6 +49,13 @@ def test_a_verb_is_glossed_by_the_senses_of_its_phrasal_verb():
     assert "划分" not in gloss_terms("which phases are listed?", {"划分", "阶段"})  # "up" alone is no word asked
 
 
+def test_a_phrase_of_function_words_is_not_glossed():
+    # "According to the PRC Constitution": 根据 would pick "(十一)根据最高人民法院院长的提请…" over Article 127
+    vocabulary = {"根据", "依照", "最高人民法院", "宪法"}
+    assert gloss_terms("According to the PRC Constitution, what kind of organ is the Supreme People's Court?",
+                       vocabulary) == ["最高人民法院", "宪法"]
+
+
 def test_a_question_is_in_the_language_it_asks_in_whatever_its_titles_are():
     # fresh28 i15: the English title and name outweigh the Chinese it asks in, letter for letter
     question = "《The Evolution of the Word Processor》一文中，Wang Laboratories是在哪个年代推出专用文字处理机的？"
