@@ -217,7 +217,7 @@ _OPENS_LIST = re.compile(r"^(.*[:：])\s*[（(][一二三四五六七八九十1]
 # the question asks for a list's n-th item ("第三个条件", "the second requirement"; not "第十五条", an article)
 _COUNT_WORDS = "first second third fourth fifth sixth seventh eighth ninth tenth".split()
 _ORDINAL_WORDS = "|".join([*_COUNT_WORDS, "last"])
-_ASKED_ORDINAL = re.compile(r"第([一二三四五六七八九十]|[0-9]{1,2})(?:个|项|点|种|步|条件)|(最后)一?(?:个|项|点|种|步|条)"
+_ASKED_ORDINAL = re.compile(r"第([一二三四五六七八九十]|[0-9]{1,2})(?:个|项|点|种|步|段|条件)|(最后)一?(?:个|项|点|种|步|段|条)"
                             rf"|\b({_ORDINAL_WORDS})\b", re.IGNORECASE)
 _ENGLISH_ORDINAL = re.compile(rf"\b(?:{_ORDINAL_WORDS})\b", re.IGNORECASE)
 # an item's number: "（二）", or "2." / "2、" opening it or following its list's "…包括：" (not "2.1.6")
@@ -667,6 +667,32 @@ def _is_item(units: Sequence[_Unit], i: int, ordinal: int) -> bool:
     return after != number + 1
 
 
+MIN_HEADING_CHARS = 4  # a heading written out in a question shorter than this ("1.1") says too little
+_ASKS_PARAGRAPH = re.compile(r"\b(?:paragraph|entry|line)\b|段", re.IGNORECASE)
+
+
+def _heading_written(question: str, context: Context) -> tuple[str, int]:
+    """(the chunk id, its heading's length) of the prose chunk whose own heading the question writes out, the
+    longest such heading ("2.2 Section 2.1", not "2 Section 2" inside it); ("", 0) for none."""
+    asked = clean_text(question)
+    best = ("", 0)
+    for c in context.chunks:
+        heading = clean_text(c.chunk.section_path.rsplit(" > ", 1)[-1])
+        lines = c.chunk.content.split("\n")
+        if c.chunk.chunk_type not in GRIDS and len(heading) >= MIN_HEADING_CHARS and heading in asked \
+                and len(heading) > best[1] and clean_text(lines[0]) == heading and any(x.strip() for x in lines[1:]):
+            best = (c.chunk_id, len(heading))
+    return best
+
+
+def _line_at(chunk, ordinal: int) -> str:
+    """The `ordinal`-th line (LAST: the last) after the heading opening the chunk, or ""."""
+    lines = [line.strip() for line in chunk.content.split("\n")[1:] if line.strip()]
+    if ordinal == LAST:
+        return lines[-1] if lines else ""
+    return lines[ordinal - 1] if 0 < ordinal <= len(lines) else ""
+
+
 _ARTICLE = re.compile(r"^\s*第[零一二三四五六七八九十百千0-9]+条")
 
 
@@ -700,7 +726,8 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     sections' titles (`tasks.qa.extract.form_lines`), a table's notes beside its cell, a reference
     entry whole; a list of the corpus's files (`tasks.qa.filters.file_lists`) answers only questions
     about the files; a question asking a numbered heading's title takes its line (`heading_asked`), one
-    asking what a symbol stands for its symbol list's line (`defines_symbol`)."""
+    asking what a symbol stands for its symbol list's line (`defines_symbol`), one asking the n-th paragraph
+    under a heading it writes out that heading's n-th line (`_heading_written`)."""
     glossed = _glossed(question, context) if settings.retrieval.gloss_enabled and context.chunks else question
     english = translatable(question)
     # the ordinal asked ("listed second") says which item, not what it says ("Second sub-item at this level")
@@ -720,6 +747,8 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     ordinal = asked_ordinal(question)
     asked_heading, headings_asked = heading_asked(question), set()  # (and symbol list entries asked)
     symbols = symbols_asked(question)
+    under_heading = _heading_written(question, context) if ordinal is not None and _ASKS_PARAGRAPH.search(question) \
+        else ("", 0)
     # a cover is no answer by the words naming the document, nor by their translation ("核电厂定期安全评价第12部分：
     # 设计" of a Chinese question in a bilingual cover's "Periodic safety review for nuclear power plants")
     naming_only = scope_only_terms(question) | (scope_glosses if glossed is not question else frozenset())
@@ -787,12 +816,15 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
                                (unit_words | subject_words) - foreign_words,
                                -1.0 if restated else 0.0, credit, order, pos, unit, c.chunk_id,
                                c.chunk.chunk_type not in GRIDS or " | " not in unit, translated))
-        # a symbol list's entry for the symbol asked is its line, whatever PDF line joining made of the list
-        for line in evidence_text(c.chunk).split("\n") if symbols else ():
-            if defines_symbol(line, symbols):
-                headings_asked.add(len(units))
-                units.append(_Unit(terms(line) | subject, words(line) | subject_words, 0.0, credit, order,
-                                   len(quoted), line.strip(), c.chunk_id, False, translated))
+        # a symbol list's entry for the symbol asked is its line, whatever PDF line joining made of the list;
+        # the n-th line under the heading the question writes out is the n-th paragraph asked ("标题“1 Section 1”下的
+        # 第二段文字")
+        lines = [line for line in evidence_text(c.chunk).split("\n") if defines_symbol(line, symbols)] if symbols \
+            else [placed] if c.chunk_id == under_heading[0] and (placed := _line_at(c.chunk, ordinal)) else []
+        for line in lines:
+            headings_asked.add(len(units))
+            units.append(_Unit(terms(line) | subject, words(line) | subject_words, 0.0, credit, order,
+                               len(quoted), line.strip(), c.chunk_id, False, translated))
     # bigrams match across word boundaries ("自然人下落" → "人下"), so a unit is also scored on the
     # question's words ("死亡" decides between the articles on 失踪 and on 死亡, where bigrams tie), those
     # naming what is asked counting double ("存货周转天数" of "…的存货周转天数是多少天")

@@ -10,9 +10,10 @@ import pytest
 from schemas.chunk import Chunk
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, RRF
 from schemas.settings import Settings
-from tasks.qa.answer import (CELL_BONUS, CONFIDENCE_LOW, CONFIDENCE_MID, NOT_FOUND, SYSTEM_PROMPT, Answerer,
-                          _subject_terms, _table_unit, build_messages, confidence, confidence_instruction, cosine_floor,
-                          evidence_units, extractive_answer, grade_evidence, sentences, validate_citations)
+from tasks.qa.answer import (CELL_BONUS, CONFIDENCE_LOW, CONFIDENCE_MID, LAST, NOT_FOUND, SYSTEM_PROMPT, Answerer,
+                          _heading_written, _line_at, _subject_terms, _table_unit, build_messages, confidence,
+                          confidence_instruction, cosine_floor, evidence_units, extractive_answer, grade_evidence,
+                          sentences, validate_citations)
 from tasks.qa.context import Context, build_context
 from tasks.qa.extract import document_scope, negated_terms, terms
 from tasks.common.llm import ChatClient
@@ -546,3 +547,20 @@ def test_the_words_naming_the_document_pick_no_passage_of_it_that_one_of_its_pas
                 "teller can see?")
     answer = extractive_answer(question, _context((masks, 0.8), (preface, 0.7)), S)
     assert answer.text.startswith("For example, a teller can see only the last four digits")
+
+
+def test_the_paragraph_asked_by_its_place_under_a_heading_the_question_writes_out():
+    # unit_test_headers_numbered.docx (its MinerU Markdown): a heading's paragraphs are one chunk's lines
+    title = _chunk("headers.md_0", "Test Document", "heading", section_path="Test Document")
+    first = _chunk("headers.md_1", "1 Section 1\nParagraph 1.1\nParagraph 1.2", "text", section_path="1 Section 1")
+    refs = _chunk("headers.md_8", "REFERENCES\nThis is the first reference.\nThis is the second reference.", "text",
+                  section_path="2 Section 2 > REFERENCES")
+    ctx = _context((refs, 0.8), (title, 0.7), (first, 0.6))
+    answer = extractive_answer("In the numbered-headers unit test document, what does the second entry under "
+                               "REFERENCES say?", ctx, S)
+    assert answer.text.startswith("This is the second reference.")
+    answer = extractive_answer("在那份带编号标题的单元测试文档（Test Document）中，标题“1 Section 1”下的第二段文字是什么？", ctx, S)
+    assert answer.text.startswith("Paragraph 1.2")
+    # the document's title is a heading with no lines under it; "the last" is the last line
+    assert _heading_written("What is the first paragraph of the Test Document?", ctx) == ("", 0)
+    assert _line_at(refs, LAST) == "This is the second reference." and _line_at(refs, 3) == ""
