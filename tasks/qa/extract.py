@@ -183,10 +183,28 @@ def _rows(content: str) -> list[tuple[list[str], bool]]:
     out, titled = [], False
     for line in (content or "").splitlines():
         if " | " in line:
-            out.append(([c.strip() for c in line.split(" | ")], titled))
+            out.append((_unshifted([c.strip() for c in line.split(" | ")]), titled))
             titled = False
         elif line.strip():
             titled = True
+    return out
+
+
+# "CC-SAM 61.4", "Lifted Loss [36] 34.8": a measurement, not a label's own number ("Category 5", "Grade 2")
+_TRAILING_NUMBER = re.compile(r"^(.*[^\W\d_].*?)\s+(-?[0-9]+\.[0-9]+%?)$")
+_TWO_NUMBERS = re.compile(r"^(-?[0-9]+(?:\.[0-9]+)?%?)\s+(-?[0-9]+(?:\.[0-9]+)?%?)$")  # "36.4 0.510"
+
+
+def _unshifted(row: list[str]) -> list[str]:
+    """A row whose cells MinerU shifted mended: a number it read into the cell before an empty one goes into
+    the empty one ("CC-SAM 61.4 |  | 49.5" → "CC-SAM | 61.4 | 49.5", "36.4 0.510 | " → "36.4 | 0.510")."""
+    out = list(row)
+    for j in range(len(out) - 1):
+        if out[j + 1]:
+            continue
+        split = (_TRAILING_NUMBER if j == 0 else _TWO_NUMBERS).match(out[j])
+        if split:
+            out[j], out[j + 1] = split.group(1).strip(), split.group(2)
     return out
 
 

@@ -9,8 +9,8 @@ from schemas.chunk import CHART, TABLE, TEXT, Chunk
 from schemas.settings import Settings
 from tasks.qa.answer import LAST, asked_ordinal, extractive_answer, heading_asked, item_number, sentences, table_notes
 from tasks.qa.context import build_context
-from tasks.qa.extract import (answers_what_is_asked, cjk_numbers, document_scope, focus, form_lines, scope_only_terms,
-                              shortest_clause, table_cell, terms)
+from tasks.qa.extract import (_unshifted, answers_what_is_asked, cjk_numbers, document_scope, focus, form_lines,
+                              scope_only_terms, shortest_clause, table_cell, terms)
 from tasks.qa.types import Candidate
 from tests.test_golden import chunks_of
 
@@ -219,6 +219,12 @@ def test_a_header_of_colspans_over_a_sub_header_names_each_column(tables):
     assert imagenet.text == "LUNA [5] — ImageNet-LT F-measure: 0.579"
     assert places.text == "LUNA [5] — Places-LT F-measure: 0.491"
     assert table_cell("How many Few does CE get on Places-LT?", table.content).value == "0.4"
+    # MinerU read CC-SAM's row shifted ("CC-SAM 61.4 |  | 49.5 | … | 36.4 0.510 | "): its cells are put back
+    assert "CC-SAM 61.4 |  | 49.5" in table.content
+    assert table_cell("In the CC-SAM paper's open long-tailed recognition table, what F-measure does CC-SAM reach on "
+                      "Places-LT?", table.content).text == "CC-SAM — Places-LT F-measure: 0.510"
+    assert table_cell("What Many accuracy does CC-SAM get on ImageNet-LT?", table.content).value == "61.4"
+    assert _unshifted(["Category 5", "", "2.4"]) == ["Category 5", "", "2.4"]  # a label's own number stays
 
 
 def test_numbers_in_chinese_numerals_answer_a_number_question():
