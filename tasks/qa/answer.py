@@ -671,17 +671,17 @@ MIN_HEADING_CHARS = 4  # a heading written out in a question shorter than this (
 _ASKS_PARAGRAPH = re.compile(r"\b(?:paragraph|entry|line)\b|段", re.IGNORECASE)
 
 
-def _heading_written(question: str, context: Context) -> tuple[str, int]:
-    """(the chunk id, its heading's length) of the prose chunk whose own heading the question writes out, the
-    longest such heading ("2.2 Section 2.1", not "2 Section 2" inside it); ("", 0) for none."""
+def _heading_written(question: str, context: Context) -> str:
+    """The id of the prose chunk opening with its own heading, lines under it, whose heading the question writes
+    out: the longest such heading ("2.2 Section 2.1", not the "2 Section 2" inside it); "" for none."""
     asked = clean_text(question)
-    best = ("", 0)
+    best, longest = "", 0
     for c in context.chunks:
         heading = clean_text(c.chunk.section_path.rsplit(" > ", 1)[-1])
-        lines = c.chunk.content.split("\n")
-        if c.chunk.chunk_type not in GRIDS and len(heading) >= MIN_HEADING_CHARS and heading in asked \
-                and len(heading) > best[1] and clean_text(lines[0]) == heading and any(x.strip() for x in lines[1:]):
-            best = (c.chunk_id, len(heading))
+        first, _, rest = c.chunk.content.partition("\n")
+        if c.chunk.chunk_type not in GRIDS and longest < len(heading) and len(heading) >= MIN_HEADING_CHARS \
+                and heading in asked and clean_text(first) == heading and rest.strip():
+            best, longest = c.chunk_id, len(heading)
     return best
 
 
@@ -747,8 +747,9 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     ordinal = asked_ordinal(question)
     asked_heading, headings_asked = heading_asked(question), set()  # (and symbol list entries asked)
     symbols = symbols_asked(question)
-    under_heading = _heading_written(question, context) if ordinal is not None and _ASKS_PARAGRAPH.search(question) \
-        else ("", 0)
+    # (the chunk whose heading the question writes out, when it asks the n-th paragraph under it)
+    under_heading = _heading_written(question, context) \
+        if ordinal is not None and _ASKS_PARAGRAPH.search(question) else ""
     # a cover is no answer by the words naming the document, nor by their translation ("核电厂定期安全评价第12部分：
     # 设计" of a Chinese question in a bilingual cover's "Periodic safety review for nuclear power plants")
     naming_only = scope_only_terms(question) | (scope_glosses if glossed is not question else frozenset())
@@ -819,8 +820,10 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
         # a symbol list's entry for the symbol asked is its line, whatever PDF line joining made of the list;
         # the n-th line under the heading the question writes out is the n-th paragraph asked ("标题“1 Section 1”下的
         # 第二段文字")
-        lines = [line for line in evidence_text(c.chunk).split("\n") if defines_symbol(line, symbols)] if symbols \
-            else [placed] if c.chunk_id == under_heading[0] and (placed := _line_at(c.chunk, ordinal)) else []
+        if symbols:
+            lines = [line for line in evidence_text(c.chunk).split("\n") if defines_symbol(line, symbols)]
+        else:
+            lines = [line for line in [_line_at(c.chunk, ordinal)] if line] if c.chunk_id == under_heading else []
         for line in lines:
             headings_asked.add(len(units))
             units.append(_Unit(terms(line) | subject, words(line) | subject_words, 0.0, credit, order,

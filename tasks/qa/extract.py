@@ -95,11 +95,10 @@ _ASKS_RATIO = re.compile(r"(?<![功频速])率|比例|占比|百分比|percent|\
 _CITATION = re.compile(r"\s*\[[0-9]+(?:\s*[,，–-]\s*[0-9]+)*\]")
 # a question asking how much something changed against a base ("by what percentage did … change compared with the
 # same period last year", "比上年同期增长了多少"): the column comparing with the base answers, not the base's
-_ASKS_CHANGE = re.compile(r"(?:\bby (?:what|how much)\b|\bchange|\bincreas|\bdecreas|\brise\b|\brose\b|\bfell\b|\bfall\b"
-                          r"|\bgr[eo]w|\bdrop|增减|增长|下降|减少|增加|变动|变化).*?(?:\bcompared (?:with|to)\b|\bthan\b"
-                          r"|\bversus\b|\bvs\b|\bover\b|比|较)"
-                          r"|(?:\bcompared (?:with|to)\b|\bthan\b|\bversus\b|\bvs\b|比|较).*?"
-                          r"(?:\bchange|\bincreas|\bdecreas|\bgr[eo]w|增减|增长|下降|减少|增加|变动|变化)", re.IGNORECASE)
+_CHANGE_WORDS = r"\bchange|\bincreas|\bdecreas|\bgr[eo]w|\bdrop|\brise\b|\brose\b|\bfell\b|\bfall\b|增减|增长|下降|减少|增加|变动|变化"
+_BASE_WORDS = r"\bcompared (?:with|to)\b|\bthan\b|\bversus\b|\bvs\b|比|较"
+_ASKS_CHANGE = re.compile(rf"(?:\bby (?:what|how much)\b|{_CHANGE_WORDS}).*?(?:{_BASE_WORDS}|\bover\b)"
+                          rf"|(?:{_BASE_WORDS}).*?(?:{_CHANGE_WORDS})", re.IGNORECASE)
 _CHANGE_HEADER = re.compile(r"增减|变动|变化|增长|同比|环比|%|\bchange\b|\bgrowth\b|\byoy\b", re.IGNORECASE)
 _SUB_ITEM = re.compile(r"^\s*(?:其中|加|减)\s*[:：]\s*")  # a financial statement's sub-item marker
 _NUMBERING = re.compile(r"^(?:no\.?|序号|[0-9]+(?:\.[0-9]+)*\.?)$", re.IGNORECASE)
