@@ -218,7 +218,7 @@ _OPENS_LIST = re.compile(r"^(.*[:：])\s*[（(][一二三四五六七八九十1]
 _COUNT_WORDS = "first second third fourth fifth sixth seventh eighth ninth tenth".split()
 _ORDINAL_WORDS = "|".join([*_COUNT_WORDS, "last"])
 _ASKED_ORDINAL = re.compile(r"第([一二三四五六七八九十]|[0-9]{1,2})(?:个|项|点|种|步|段|条件)|(最后)一?(?:个|项|点|种|步|段|条)"
-                            rf"|\b({_ORDINAL_WORDS})\b", re.IGNORECASE)
+                            rf"|\b({_ORDINAL_WORDS})\b(?!\s+(?:quarter|half)\b)", re.IGNORECASE)
 _ENGLISH_ORDINAL = re.compile(rf"\b(?:{_ORDINAL_WORDS})\b", re.IGNORECASE)
 # an item's number: "（二）", or "2." / "2、" opening it or following its list's "…包括：" (not "2.1.6")
 _ITEM_NUMBER = re.compile(r"[（(]([一二三四五六七八九十]|[0-9]{1,2})[)）]|(?:^|[:：]\s*)([0-9]{1,2})[.．、](?![0-9])")
@@ -693,6 +693,16 @@ def _line_at(chunk, ordinal: int) -> str:
     return lines[ordinal - 1] if 0 < ordinal <= len(lines) else ""
 
 
+MIN_ENUMERATION = 3  # items a clause lists ("调研了大亚湾核电厂、阳江核电厂、红沿河核电厂…") to hold a "last" one
+
+
+def _enumerates(text: str, ordinal: int) -> bool:
+    """Whether a clause of `text` lists, by "、", as many items as the ordinal asked ("listed seventh among the
+    plants surveyed": the sentence naming eight plants holds the seventh)."""
+    wanted = MIN_ENUMERATION if ordinal == LAST else max(ordinal, MIN_ENUMERATION)
+    return any(part.count("、") + 1 >= wanted for part in re.split(r"[，,；;。:：]", text))
+
+
 _ARTICLE = re.compile(r"^\s*第[零一二三四五六七八九十百千0-9]+条")
 
 
@@ -857,7 +867,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
             hit += HEADING_BONUS
         if labelled is not None and sentence and labelled.search(unit):
             hit += LABEL_BONUS
-        if ordinal is not None and sentence and _is_item(units, i, ordinal):
+        if ordinal is not None and sentence and (_is_item(units, i, ordinal) or _enumerates(unit, ordinal)):
             hit += ORDINAL_BONUS
         if i in after_anchor:
             hit += after_anchor[i]

@@ -564,3 +564,22 @@ def test_the_paragraph_asked_by_its_place_under_a_heading_the_question_writes_ou
     # the document's title is a heading with no lines under it; "the last" is the last line
     assert _heading_written("What is the first paragraph of the Test Document?", ctx) == ""
     assert _line_at(refs, LAST) == "This is the second reference." and _line_at(refs, 3) == ""
+
+
+def test_an_item_asked_by_its_place_in_a_clause_listing_it_is_answered_by_that_sentence():
+    # nbt_npp_psr_part1_drafting_notes.docx: the plants surveyed are one clause's "、" list; part 12's list of
+    # systems, one numbered line each, holds the "7." the ordinal would otherwise pick
+    notes = _chunk("notes.docx_6", "三、调研和分析工作的情况\n在项目申报期间和讨论稿编写过程中，调研了大亚湾核电厂、阳江核电厂、"
+                   "红沿河核电厂、宁德核电厂、防城港核电厂、福清核电厂、秦山核电厂、田湾核电厂等单位的PSR执行情况，了解了原标准在"
+                   "执行中遇到的问题，以及各单位在PSR开展过程中摸索出来的良好实践。具体如下：\n标准执行中遇到的问题：\n"
+                   "- 标准内容过于简单，指导性不够；", "text", section_path="三、调研和分析工作的情况")
+    systems = _chunk("part12.docx_17", "5.2.1 评价范围\n设计要素的评价范围为安全重要物项。压水堆核电厂常见的安全重要SSCs通常"
+                     "包括（不限于）：\n1. 反应堆及反应堆冷却剂系统；\n2. 一回路辅助系统；\n3. 专设安全设施；\n4. 辅助冷却水系统；\n"
+                     "5. 二回路相关系统；\n6. 放射性废物处理与流出物排放系统；\n7. 消防系统；\n8. 核安全相关的堆芯、核燃料装卸贮存"
+                     "系统；", "text", section_path="5 总则 > 5.2 评价内容 > 5.2.1 评价范围")
+    ctx = _context((systems, 0.7), (notes, 0.6))
+    for ordinal, plant in (("seventh", "秦山核电厂"), ("second", "阳江核电厂"), ("last", "田湾核电厂")):
+        answer = extractive_answer(f"In the drafting notes (编制说明) for Part 1 of the NB/T nuclear power plant periodic "
+                                   f"safety review standard, which nuclear power plant is listed {ordinal} among the "
+                                   "plants whose PSR practice was surveyed?", ctx, S)
+        assert plant in answer.text and answer.citations == ["notes.docx_6"]

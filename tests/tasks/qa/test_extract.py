@@ -544,6 +544,7 @@ def test_numbered_lines_are_items_and_the_last_one_is_asked_too():
     assert "5. Resource Constraints" in last.text
     assert asked_ordinal("最后一项评价要点是什么？") == asked_ordinal("what is the last item?") == LAST
     assert asked_ordinal("What is the first task of the working body?") == 1
+    assert asked_ordinal("How much did inventory grow at the end of the third quarter?") is None  # a period
     # "second" says which item: the sub-list's "2. Second sub-item at this level" does not hold the asked word
     second = extractive_answer("Which constraint is listed second in the list of constraints?", ctx, Settings())
     assert "2. Software Constraints" in second.text.split("[ref:")[0]
