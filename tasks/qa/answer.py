@@ -218,7 +218,8 @@ _OPENS_LIST = re.compile(r"^(.*[:：])\s*[（(][一二三四五六七八九十1]
 _COUNT_WORDS = "first second third fourth fifth sixth seventh eighth ninth tenth".split()
 _ORDINAL_WORDS = "|".join([*_COUNT_WORDS, "last"])
 _ASKED_ORDINAL = re.compile(r"第([一二三四五六七八九十]|[0-9]{1,2})(?:个|项|点|种|步|段|条件)|(最后)一?(?:个|项|点|种|步|段|条)"
-                            rf"|\b({_ORDINAL_WORDS})\b(?!\s+(?:quarter|half)\b)", re.IGNORECASE)
+                            rf"|\b({_ORDINAL_WORDS})\b(?!\s+(?:quarter|half)\b)|\b(?:item|point|step)\s+([0-9]{{1,2}})\b",
+                            re.IGNORECASE)
 _ENGLISH_ORDINAL = re.compile(rf"\b(?:{_ORDINAL_WORDS})\b", re.IGNORECASE)
 # an item's number: "（二）", or "2." / "2、" opening it or following its list's "…包括：" (not "2.1.6")
 _ITEM_NUMBER = re.compile(r"[（(]([一二三四五六七八九十]|[0-9]{1,2})[)）]|(?:^|[:：]\s*)([0-9]{1,2})[.．、](?![0-9])")

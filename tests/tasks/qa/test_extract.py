@@ -545,6 +545,9 @@ def test_numbered_lines_are_items_and_the_last_one_is_asked_too():
     assert asked_ordinal("最后一项评价要点是什么？") == asked_ordinal("what is the last item?") == LAST
     assert asked_ordinal("What is the first task of the working body?") == 1
     assert asked_ordinal("How much did inventory grow at the end of the third quarter?") is None  # a period
+    # an item named by its number: "item 15 in the list of plant documents", "revision point 4"
+    assert asked_ordinal("What is item 15 in the list of plant documents and records?") == 15
+    assert asked_ordinal("Revision point 4 gives methods for determining which basis?") == 4
     # "second" says which item: the sub-list's "2. Second sub-item at this level" does not hold the asked word
     second = extractive_answer("Which constraint is listed second in the list of constraints?", ctx, Settings())
     assert "2. Software Constraints" in second.text.split("[ref:")[0]
