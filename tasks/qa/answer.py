@@ -385,6 +385,10 @@ TITLE_SHARE = 0.8  # a heading or first line holding this share of the words is 
 TITLE_MAX_CHARS = 40  # a first line this short is a heading; a longer one is a sentence (that may cite a title)
 
 
+_ARTICLE_NAMED = re.compile(r"第\s*(?:[0-9]{1,4}|[零一二三四五六七八九十百千]{1,8})\s*[条款项]|\b(?:article|clause)\s+[0-9]+\b",
+                            re.IGNORECASE)
+
+
 def _subject_terms(question: str, context: Context, translated: frozenset[str] | None = None,
                    ) -> dict[str, frozenset[str]]:
     """Per source of the context, the terms of the words naming the document the question asks about
@@ -393,7 +397,8 @@ def _subject_terms(question: str, context: Context, translated: frozenset[str] |
     chunks, before any heading) holds TITLE_SHARE of its terms — it is the document named — else,
     with ≥ 2 prose chunks in the context, those ≥ NAMING_SHARE of them hold. `translated`: the naming
     words' translation (`_scope_glosses`), when the caller has it."""
-    found = scope_parts(question)
+    # an article the naming words point to ("根据宪法第四十九条") is where the answer is, not the document's name
+    found = [_ARTICLE_NAMED.sub(" ", part) for part in scope_parts(question)]
     parts = [terms(part) for part in found]
     scope = frozenset().union(*parts)
     if not scope:
@@ -419,10 +424,14 @@ def _subject_terms(question: str, context: Context, translated: frozenset[str] |
                 if named and len(head & named) >= TITLE_SHARE * len(named):
                     titles[c.source] = titles.get(c.source, frozenset()) | named | translated
     out = dict(titles)
-    for source, held_terms in held.items():
-        if source not in titles and len(held_terms) >= 2:
-            out[source] = frozenset(t for t in scope | translated
-                                    if sum(t in f for f in held_terms) >= NAMING_SHARE * len(held_terms))
+    # a word naming the document is its prose's, not a word another document cites it by ("根据宪法，制定本法"
+    # in the Civil Code): the share of the source holding it most
+    share = {source: {t: sum(t in f for f in held_terms) / len(held_terms) for t in scope | translated}
+             for source, held_terms in held.items() if len(held_terms) >= 2}
+    most = {t: max((s[t] for s in share.values()), default=0.0) for t in scope | translated}
+    for source, shares in share.items():
+        if source not in titles:
+            out[source] = frozenset(t for t, v in shares.items() if v >= NAMING_SHARE and v >= most[t])
     return out
 
 

@@ -583,3 +583,25 @@ def test_an_item_asked_by_its_place_in_a_clause_listing_it_is_answered_by_that_s
                                    f"safety review standard, which nuclear power plant is listed {ordinal} among the "
                                    "plants whose PSR practice was surveyed?", ctx, S)
         assert plant in answer.text and answer.citations == ["notes.docx_6"]
+
+
+def test_a_word_naming_a_document_is_the_document_holding_it_most_and_an_article_is_no_name():
+    # "根据宪法第四十九条": 宪法 names the Constitution, whose every passage says it, not the Civil Code, one of whose
+    # passages cites it; the article named is where the answer is, so it still picks the sentence
+    constitution = [_chunk(f"constitution.pdf_{i}", text, "text", section_path="第二章 公民的基本权利和义务")
+                    for i, text in enumerate((
+        "第四十八条 中华人民共和国妇女在政治的、经济的、文化的、社会的和家庭的生活等各方面享有同男子平等的权利。宪法规定的权利受保护。",
+        "第四十九条 婚姻、家庭、母亲和儿童受国家的保护。父母有抚养教育未成年子女的义务，成年子女有赡养扶助父母的义务。"
+        "本条依照宪法。"), 20)]
+    code = [_chunk(f"civil_code.pdf_{i}", text, "text", section_path="第一编 总则") for i, text in enumerate((
+        "第一条 为了保护民事主体的合法权益，调整民事关系，维护社会和经济秩序，适应中国特色社会主义发展要求，弘扬社会主义"
+        "核心价值观，根据宪法，制定本法。",
+        "第二十六条 父母对未成年子女负有抚养、教育和保护的义务。\n成年子女对父母负有赡养、扶助和保护的义务。",
+        "第二十七条 父母是未成年子女的监护人。未成年人的父母已经死亡或者没有监护能力的，由下列有监护能力的人按顺序担任监护人。",
+        "第二十八条 无民事行为能力或者限制民事行为能力的成年人，由下列有监护能力的人按顺序担任监护人。"), 10)]
+    ctx = _context(*((c, 0.5) for c in code + constitution))
+    question = "根据宪法第四十九条，成年子女对父母负有什么义务？"
+    subjects = _subject_terms(question, ctx)
+    assert "宪法" in subjects["constitution.pdf"] and "宪法" not in subjects["civil_code.pdf"]
+    assert not terms("第四十九条") & subjects["constitution.pdf"]
+    assert "赡养扶助父母" in extractive_answer(question, ctx, S).text
