@@ -186,6 +186,8 @@ def _rows(content: str) -> list[tuple[list[str], bool]]:
             titled = False
         elif line.strip():
             titled = True
+    for i in range(len(out) - 1):
+        _unstack(out[i][0], out[i + 1][0])
     return out
 
 
@@ -205,6 +207,31 @@ def _unshifted(row: list[str]) -> list[str]:
         if split:
             out[j], out[j + 1] = split.group(1).strip(), split.group(2)
     return out
+
+
+_CITED = re.compile(r"\[[0-9]+\]")
+_OPERATOR = frozenset("+-/&×")
+
+
+def _unstack(upper: list[str], lower: list[str]) -> None:
+    """Two rows MinerU stacked into one label ("CE CE + Mixup [57] | 65.68 | …" over " | 65.84 | …", "VS + SAM [38]
+    GCL [26]"), in a table citing its methods, mended in place: the lower row, which has no label, takes the
+    label's second name when there is one way only to cut the label in two names (neither opening nor ending
+    with an operator, the second not a citation alone), and a cell of two numbers over an empty one is cut
+    in two ("82.40 82.68")."""
+    if not upper or not lower or lower[0] or not upper[0] or not _CITED.search(upper[0]) \
+            or not any(lower[1:]) or len(upper) != len(lower):
+        return
+    words = upper[0].split()
+    cuts = [k for k in range(1, len(words))
+            if words[k - 1] not in _OPERATOR and words[k] not in _OPERATOR and not _CITED.fullmatch(words[k])]
+    if len(cuts) != 1:
+        return
+    upper[0], lower[0] = " ".join(words[:cuts[0]]), " ".join(words[cuts[0]:])
+    for j in range(1, len(upper)):
+        two = _TWO_NUMBERS.match(upper[j])
+        if two and not lower[j]:
+            upper[j], lower[j] = two.group(1), two.group(2)
 
 
 # a blank form ("姓名 |  | 性别 |  | …", "工作单位 （严格按照社保记录上的公司名称填写）"): labels and their

@@ -9,7 +9,7 @@ from schemas.chunk import CHART, TABLE, TEXT, Chunk
 from schemas.settings import Settings
 from tasks.qa.answer import LAST, asked_ordinal, extractive_answer, heading_asked, item_number, sentences, table_notes
 from tasks.qa.context import build_context
-from tasks.qa.extract import (_unshifted, answers_what_is_asked, cjk_numbers, document_scope, focus, form_lines,
+from tasks.qa.extract import (_rows, _unshifted, answers_what_is_asked, cjk_numbers, document_scope, focus, form_lines,
                               scope_only_terms, shortest_clause, table_cell, terms)
 from tasks.qa.types import Candidate
 from tests.test_golden import chunks_of
@@ -286,6 +286,18 @@ def test_a_row_of_numbers_under_a_repeated_group_header_is_its_sub_header(tables
     assert cell.text == "CC-SAM — CIFAR-10-LT 200: 80.94"
     assert table_cell("On CIFAR-100-LT with an imbalance ratio of 50, what top-1 accuracy does BBN get?",
                       table.content).value == "47.02"
+    # MinerU stacked two rows into one label ("CE CE + Mixup [57]" over a row without one): each takes its name
+    assert "CE CE + Mixup [57] | 65.68" in table.content and "\n | 65.84 | 72.96" in table.content
+    mixup = table_cell("CC-SAM论文表1中，CE + Mixup在不平衡比为100的CIFAR-10-LT上的top-1准确率是多少？", table.content)
+    assert mixup.text == "CE + Mixup [57] — CIFAR-10-LT 100: 72.96"
+    assert table_cell("In Table 1, what top-1 accuracy does the plain CE baseline get on CIFAR-10-LT with an imbalance "
+                      "ratio of 100?", table.content).value == "70.70"
+    assert table_cell("CC-SAM论文表1中，GCL在不平衡比为100的CIFAR-100-LT上的top-1准确率是多少？", table.content).value == "48.71"
+    assert table_cell("CC-SAM论文表1中，VS + SAM在不平衡比为100的CIFAR-10-LT上的top-1准确率是多少？", table.content).value \
+        == "82.40"
+    # a label that can be cut in two ways, or a table citing nothing, is left as it is
+    rows = _rows("Method | A\nTotal current assets [1] | 5\n | 6\nNet profit | 7\n | 8")
+    assert [r[0][0] for r in rows] == ["Method", "Total current assets [1]", "", "Net profit", ""]
 
 
 def test_a_row_group_label_and_the_words_beside_it_name_the_row(tables):
