@@ -395,8 +395,8 @@ def _subject_terms(question: str, context: Context, translated: frozenset[str] |
     (`tasks.qa.extract.scope_parts`) that name it, with the Chinese only they translate to: all of a
     way of naming it when a heading of it (or a short first line, or its cover: one of its first
     chunks, before any heading) holds TITLE_SHARE of its terms — it is the document named — else,
-    with ≥ 2 prose chunks in the context, those ≥ NAMING_SHARE of them hold. `translated`: the naming
-    words' translation (`_scope_glosses`), when the caller has it."""
+    with ≥ 2 prose chunks in the context, those ≥ NAMING_SHARE of them hold and no other source's prose holds
+    more often. `translated`: the naming words' translation (`_scope_glosses`), when the caller has it."""
     # an article the naming words point to ("根据宪法第四十九条") is where the answer is, not the document's name
     found = [_ARTICLE_NAMED.sub(" ", part) for part in scope_parts(question)]
     parts = [terms(part) for part in found]
