@@ -96,6 +96,8 @@ FINANCE_TERMS: dict[str, tuple[str, ...]] = {
     "treasury stock": ("库存股",),
     "other comprehensive income": ("其他综合收益",),
     "comprehensive income": ("综合收益",),
+    "profit or loss": ("损益",),
+    "derecognition": ("终止确认",),
     "surplus reserve": ("盈余公积",),
     "retained earnings": ("未分配利润",),
     "undistributed profits": ("未分配利润",),

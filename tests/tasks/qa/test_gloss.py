@@ -125,6 +125,10 @@ def test_accounting_words_cc_cedict_lacks_are_glossed_as_the_statements_line_ite
     assert "每股收益" not in vocabulary
     assert {"每股", "收益"} <= set(gloss_terms("What earnings per share is forecast?", vocabulary))
     assert gloss_terms("What is the dividend yield?", vocabulary) == []
+    # the income statement's "以摊余成本计量的金融资产终止确认收益"
+    statement = set(tokenize("以摊余成本计量的金融资产终止确认收益 将重分类进损益的其他综合收益"))
+    assert {"终止", "确认", "损益"} <= set(gloss_terms("What gain or loss on derecognition, reported in profit or loss?",
+                                                   statement))
 
 
 def test_statement_periods_and_other_activities_are_glossed():
