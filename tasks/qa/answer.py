@@ -708,7 +708,10 @@ MIN_ENUMERATION = 3  # items a clause lists ("调研了大亚湾核电厂、阳�
 
 def _enumerates(text: str, ordinal: int) -> bool:
     """Whether a clause of `text` lists, by "、", as many items as the ordinal asked ("listed seventh among the
-    plants surveyed": the sentence naming eight plants holds the seventh)."""
+    plants surveyed": the sentence naming eight plants holds the seventh). Not for "first": it is as often
+    the first of a kind ("the first periodic safety review") as a list's first item."""
+    if ordinal == 1:
+        return False
     wanted = MIN_ENUMERATION if ordinal == LAST else max(ordinal, MIN_ENUMERATION)
     return any(part.count("、") + 1 >= wanted for part in re.split(r"[，,；;。:：]", text))
 

@@ -11,9 +11,9 @@ from schemas.chunk import Chunk
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, RRF
 from schemas.settings import Settings
 from tasks.qa.answer import (CELL_BONUS, CONFIDENCE_LOW, CONFIDENCE_MID, LAST, NOT_FOUND, SYSTEM_PROMPT, Answerer,
-                          _heading_written, _line_at, _subject_terms, _table_unit, build_messages, confidence,
-                          confidence_instruction, cosine_floor, evidence_units, extractive_answer, grade_evidence,
-                          sentences, validate_citations)
+                          _enumerates, _heading_written, _line_at, _subject_terms, _table_unit, build_messages,
+                          confidence, confidence_instruction, cosine_floor, evidence_units, extractive_answer,
+                          grade_evidence, sentences, validate_citations)
 from tasks.qa.context import Context, build_context
 from tasks.qa.extract import document_scope, negated_terms, terms
 from tasks.common.llm import ChatClient
@@ -583,6 +583,9 @@ def test_an_item_asked_by_its_place_in_a_clause_listing_it_is_answered_by_that_s
                                    f"safety review standard, which nuclear power plant is listed {ordinal} among the "
                                    "plants whose PSR practice was surveyed?", ctx, S)
         assert plant in answer.text and answer.citations == ["notes.docx_6"]
+    # "the first periodic safety review" is the first of a kind: a clause listing three drafters holds nothing asked
+    drafters = "本部分起草单位：大亚湾核电运营管理有限责任公司、苏州热工研究院有限公司、生态环境部核与辐射安全中心"
+    assert not _enumerates(drafters, 1) and _enumerates(drafters, 3) and not _enumerates(drafters, 4)
 
 
 def test_a_word_naming_a_document_is_the_document_holding_it_most_and_an_article_is_no_name():
