@@ -385,8 +385,9 @@ TITLE_SHARE = 0.8  # a heading or first line holding this share of the words is 
 TITLE_MAX_CHARS = 40  # a first line this short is a heading; a longer one is a sentence (that may cite a title)
 
 
-_ARTICLE_NAMED = re.compile(r"第\s*(?:[0-9]{1,4}|[零一二三四五六七八九十百千]{1,8})\s*[条款项]|\b(?:article|clause)\s+[0-9]+\b",
-                            re.IGNORECASE)
+_NUMERAL = r"[0-9]{1,4}|[零一二三四五六七八九十百千]{1,8}"  # a part's number, in digits or Chinese numerals
+# an article the naming words point to ("根据宪法第四十九条") is where the answer is, not the document's name
+_ARTICLE_NAMED = re.compile(rf"第\s*(?:{_NUMERAL})\s*[条款项]|\b(?:article|clause)\s+[0-9]+\b", re.IGNORECASE)
 
 
 def _subject_terms(question: str, context: Context, translated: frozenset[str] | None = None,
@@ -397,7 +398,6 @@ def _subject_terms(question: str, context: Context, translated: frozenset[str] |
     chunks, before any heading) holds TITLE_SHARE of its terms — it is the document named — else,
     with ≥ 2 prose chunks in the context, those ≥ NAMING_SHARE of them hold and no other source's prose holds
     more often. `translated`: the naming words' translation (`_scope_glosses`), when the caller has it."""
-    # an article the naming words point to ("根据宪法第四十九条") is where the answer is, not the document's name
     found = [_ARTICLE_NAMED.sub(" ", part) for part in scope_parts(question)]
     parts = [terms(part) for part in found]
     scope = frozenset().union(*parts)
@@ -614,7 +614,7 @@ HEADING_BONUS = 0.5
 
 # a numbered part of a series, a chapter, an article ("第14部分", "Part 14", "第三章", "Chapter 4"), asked by
 # its title or as what it is ("what is Part 11 of the series?")
-_NUMBERED_PART = re.compile(r"第\s*([0-9]{1,4}|[零一二三四五六七八九十百千]{1,8})\s*(部分|章|节|条)"
+_NUMBERED_PART = re.compile(rf"第\s*({_NUMERAL})\s*(部分|章|节|条)"
                             r"|\b(part|chapter|section|article)\s+([0-9]{1,4})\b", re.IGNORECASE)
 _PART_KINDS = {"part": "部分", "chapter": "章", "section": "节", "article": "条"}
 _ASKS_PART = re.compile(r"\bwhat is (?:the )?(?:part|chapter|section|article) [0-9]+\b|名称", re.IGNORECASE)
@@ -754,7 +754,8 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     glossed = _glossed(question, context) if settings.retrieval.gloss_enabled and context.chunks else question
     english = translatable(question)
     # the ordinal asked ("listed second") says which item, not what it says ("Second sub-item at this level")
-    said_ordinal = terms(" ".join(_ENGLISH_ORDINAL.findall(question))) if asked_ordinal(question) else frozenset()
+    ordinal = asked_ordinal(question)
+    said_ordinal = terms(" ".join(_ENGLISH_ORDINAL.findall(question))) if ordinal else frozenset()
     q_plain = terms(question) - said_ordinal
     q = terms(glossed) - said_ordinal  # a Chinese chunk's units are matched by its words' Chinese too
     if not q_plain or not context.chunks:
@@ -767,7 +768,6 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     naming = _naming_terms(question, q_plain, context, scope_glosses)
     qw = words(glossed) - said_ordinal
     gloss_only, gloss_words = q - q_plain, qw - words(question)
-    ordinal = asked_ordinal(question)
     asked_heading, headings_asked = heading_asked(question), set()  # (and symbol list entries asked)
     symbols = symbols_asked(question)
     # (the chunk whose heading the question writes out, when it asks the n-th paragraph under it)

@@ -178,7 +178,12 @@ class Cell:
 
 def _rows(content: str) -> list[tuple[list[str], bool]]:
     """The table's rows, each with whether a line across the table (a sub-table's title, a note) came
-    right before it."""
+    right before it; MinerU's shifted and stacked rows mended (`_unshifted`, `_unstack`)."""
+    return [(list(cells), titled) for cells, titled in _read_rows(content)]
+
+
+@lru_cache(maxsize=4096)  # a batch asks the same tables many questions: read and mended once
+def _read_rows(content: str) -> tuple[tuple[tuple[str, ...], bool], ...]:
     out, titled = [], False
     for line in (content or "").splitlines():
         if " | " in line:
@@ -188,7 +193,7 @@ def _rows(content: str) -> list[tuple[list[str], bool]]:
             titled = True
     for i in range(len(out) - 1):
         _unstack(out[i][0], out[i + 1][0])
-    return out
+    return tuple((tuple(cells), titled) for cells, titled in out)
 
 
 # "CC-SAM 61.4", "Lifted Loss [36] 34.8": a measurement, not a label's own number ("Category 5", "Grade 2")
