@@ -68,6 +68,21 @@ def fetch_chunks(db_path: Path, kb: str, chunk_ids: Sequence[str]) -> dict[str, 
     return {c.chunk_id: c for c in from_table(table, Chunk)}
 
 
+def opening_chunks(db_path: Path, kb: str, sources: Sequence[str], n: int) -> dict[str, list[Chunk]]:
+    """Candidate records of each source's first `n` chunks (its cover), in document order; one query."""
+    wanted = sorted(set(sources))
+    if not wanted or n <= 0:
+        return {}
+    cols = ", ".join(CANDIDATE_COLUMNS)
+    with db.connect(db_path, read_only=True) as con:
+        table = con.sql(f"SELECT {cols} FROM chunks WHERE kb = ? AND source IN (SELECT unnest(?::VARCHAR[])) "
+                        "AND chunk_index < ? ORDER BY source, chunk_index", params=[kb, wanted, n]).to_arrow_table()
+    out: dict[str, list[Chunk]] = {}
+    for c in from_table(table, Chunk):
+        out.setdefault(c.source, []).append(c)
+    return out
+
+
 def kb_chunks(db_path: Path, kb: str) -> list[Chunk]:
     """Candidate records (`CANDIDATE_COLUMNS`) of every chunk of `kb`, in document order."""
     with db.connect(db_path, read_only=True) as con:

@@ -36,7 +36,7 @@ from schemas.errors import LLMError
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, QAResult, Question
 from schemas.settings import Settings
 from tasks.index.views import document_name
-from tasks.qa.context import Context
+from tasks.qa.context import COVER_CHUNKS, Context
 from tasks.qa.extract import (answers_what_is_asked, focus, form_lines, negated_terms, scope_only_terms, scope_parts,
                               shortest_clause, table_cell, terms, without_scope)
 from tasks.qa.filters import file_lists
@@ -379,7 +379,6 @@ def _table_unit(question: str, chunk, subject: frozenset[str] = frozenset(), glo
 # `SUBJECT_SHARE`, 0.3 +7, 0.45 +2)
 NAMING_SHARE = 0.2
 SUBJECT_SHARE = 0.6  # of a document's prose: what a question's words are about (`_document_terms`)
-COVER_CHUNKS = 3  # a document's first chunks with no heading above them are its cover
 _ASKS_DOCUMENT_TITLE = re.compile(r"\btitle\b|标题|题目|书名|名称", re.IGNORECASE)
 TITLE_SHARE = 0.8  # a heading or first line holding this share of the words is the document's own title
 TITLE_MAX_CHARS = 40  # a first line this short is a heading; a longer one is a sentence (that may cite a title)

@@ -17,6 +17,7 @@
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -43,6 +44,10 @@ class Context:
         return len(self.text)
 
 
+COVER_CHUNKS = 3  # a document's first chunks with no heading above them are its cover
+_ASKS_COVER = re.compile(r"\bcover\b|\btitle page\b|封面|扉页", re.IGNORECASE)
+
+
 def expansion_seeds(retrieval: Retrieval, settings: Settings) -> list[Candidate]:
     kept = retrieval.ranked[:retrieval.kept]
     if retrieval.score_scale == RERANK:
@@ -53,7 +58,7 @@ def expansion_seeds(retrieval: Retrieval, settings: Settings) -> list[Candidate]
 def expand_batch(db_path: Path, kb: str, retrievals: Sequence[Retrieval], settings: Settings) -> list[list[Candidate]]:
     """Per retrieval, its seeds' section-prefix neighbours not already ranked (each once), nearest
     first, capped; a neighbour carries its seed's score and `expanded_from`."""
-    from warehouse.chunks import SectionSeed, section_neighbours
+    from warehouse.chunks import Neighbour, SectionSeed, opening_chunks, section_neighbours
 
     out: list[list[Candidate]] = [[] for _ in retrievals]
     if not settings.retrieval.context_expansion_enabled or not retrievals:
@@ -65,6 +70,12 @@ def expand_batch(db_path: Path, kb: str, retrievals: Sequence[Retrieval], settin
         before=settings.retrieval.context_expansion_before, after=settings.retrieval.context_expansion_after)
     seed_of = {(qi, c.chunk_id): c for qi, _, c in seeds}
     taken = [{c.chunk_id for c in r.ranked} for r in retrievals]
+    # a question asking what a cover says ("ICS number printed on the cover", "封面上标注的分类号") reads the
+    # cover of the best hit's document, its first chunks, however far the hit is from them
+    firsts = {qi: c for qi, rank, c in seeds if rank == 0 and _ASKS_COVER.search(retrievals[qi].question)}
+    covers = opening_chunks(db_path, kb, [c.chunk.source for c in firsts.values()], COVER_CHUNKS)
+    neighbours = [Neighbour(qi, seed.chunk_id, chunk) for qi, seed in firsts.items()
+                  for chunk in covers.get(seed.chunk.source, [])] + neighbours
     for n in neighbours:
         qi, seed_id, chunk = n.question, n.seed_id, n.chunk
         if chunk.chunk_id in taken[qi] or len(out[qi]) >= settings.retrieval.context_expansion_max_chunks:

@@ -73,6 +73,23 @@ def test_a_parent_heading_pulls_its_subsections(warehouse):
                         s.replace(context_expansion_enabled=False)) == [[]]
 
 
+def test_a_question_asking_the_cover_reads_the_first_chunks_of_the_best_hits_document(warehouse):
+    s = Settings(home=warehouse.parent)
+    records = fetch_chunks(warehouse, "kb", ["guide.docx_6", "other.docx_3"])
+    hits = [("guide.docx_6", 0.9), ("other.docx_3", 0.5)]
+    asked = replace(retrieval(records, hits), question="封面上印的标题是什么？")
+    (extra,) = expand_batch(warehouse, "kb", [asked], s)
+    # the best hit's document's first chunks (its cover), whatever their section, carrying the hit's score;
+    # not the first chunks of a document ranked lower
+    assert [(c.chunk_id, c.expanded_from, c.score) for c in extra[:3]] == [
+        ("guide.docx_0", "guide.docx_6", 0.9), ("guide.docx_1", "guide.docx_6", 0.9),
+        ("guide.docx_2", "guide.docx_6", 0.9)]
+    # a question not about the cover reads no cover; "recovery" is not "cover"
+    for question in ("四的正文是什么？", "What is the capacity recovery?"):
+        (extra,) = expand_batch(warehouse, "kb", [replace(retrieval(records, hits), question=question)], s)
+        assert not {"guide.docx_0", "guide.docx_1"} & {c.chunk_id for c in extra}
+
+
 def test_expansion_seeds_by_scale(warehouse):
     s = Settings(home=warehouse.parent)
     records = fetch_chunks(warehouse, "kb", ["guide.docx_1", "guide.docx_6"])
