@@ -875,6 +875,11 @@ _SCOPE_QUOTED = re.compile(r"\b(?:standard|paper|report|document|guide|manual|da
 _SCOPE_ON = re.compile(r"\bthe\s+(?:\S+\s+){0,3}(?:standard|paper|report|document|guide|manual|datasheet|notes)\s+on\s+"
                        r"([^,，?？()（）]{6,80}?(?:\s*\([^()]{2,60}\))?)(?=\s*[,，?？]|\s*$)", re.IGNORECASE)
 
+# the words before the word for a document say which it is: "the draft NB/T energy-industry standard", "the
+# titanium standard" (a question asking the cover's ICS number of that standard does not ask for "NB/T")
+_SCOPE_KIND = re.compile(r"\bthe\s+((?:[\w/.-]+\s+){1,4})(?:standard|paper|report|document|guide|manual|datasheet)\b",
+                         re.IGNORECASE)
+
 
 def document_scope(question: str) -> str:
     """The words of a question that name the document it asks about ("《核电厂定期安全评价 第12部分：
@@ -895,7 +900,8 @@ def scope_parts(question: str) -> list[str]:
     m = _SCOPE_CJK.match(question or "") or _SCOPE_EN.search(question or "")
     if m:
         found.append(_DESCRIBED.sub("", next(g for g in m.groups() if g)))
-    return found
+    kinds = [m.group(1).strip() for m in _SCOPE_KIND.finditer(question or "")]
+    return found + [kind for kind in kinds if not any(kind in part for part in found)]
 
 
 @lru_cache(maxsize=4096)  # table_cell asks it once per table of the context, of the same question

@@ -309,6 +309,22 @@ def test_the_cover_restating_an_english_title_is_no_answer_unless_its_title_is_a
     assert asked_title.citations == ["part1.docx_2"]
 
 
+def test_the_words_describing_the_document_before_its_title_name_it():
+    # nbt_npp_periodic_safety_review_part12_design_draft.docx as landed: its cover's ICS line (chunk 0), the
+    # cover restating its title, its issuer's line; "NB/T" of "the draft NB/T energy-industry standard" names the
+    # document, as the quoted title does, so the cover restating "NB/T …" has no more of what is asked
+    ics = _chunk("part12.docx_0", "ICS\u200227.120.99\nF65", "text")
+    cover = _chunk("part12.docx_2", "NB\n中华人民共和国能源行业标准\nNB/T xxxxx—xxxx\n代替XX/TXXXXX-XXXX\n核电厂定期安全评价\n"
+                   "第12部分：设计\nPeriodic safety review for nuclear power plants—\nPart 12: Design\n"
+                   "点击此处添加与国际标准一致性程度的标识", "text")
+    issuer = _chunk("part12.docx_4", "20xx - xx - xx发布\n20xx - xx - xx实施\n国家能源局\u2002\u2002\u2002发布", "text")
+    question = ("What ICS number is printed on the cover of the draft NB/T energy-industry standard "
+                "'Periodic safety review for nuclear power plants — Part 12: Design'?")
+    assert "draft NB/T energy-industry" in document_scope(question)
+    answer = extractive_answer(question, _context((ics, 0.9), (cover, 0.9), (issuer, 0.9)), S)
+    assert answer.text.startswith("ICS\u200227.120.99") and answer.citations == ["part12.docx_0"]
+
+
 def test_a_line_opening_a_list_answers_with_the_item_asked():
     # redp5110_sampled.pdf: the line opening the list ends chunk 37, the list is chunk 38
     opener = _chunk("redp5110.pdf_37", "2.1.6 Change Function Usage CL command\nThe following CL commands can be "
