@@ -25,6 +25,7 @@ from pathlib import Path
 from schemas.chunk import CHART, IMAGE, TABLE
 from schemas.qa import RERANK
 from schemas.settings import Settings
+from tasks.qa.filters import file_lists
 from tasks.qa.types import Candidate, Retrieval, evidence_text
 
 
@@ -174,5 +175,8 @@ def contexts_for(retrievals: Sequence[Retrieval], expansions: Sequence[Sequence[
     out = []
     for r, extra in zip(retrievals, expansions):
         cands = order_for_prompt(list(r.ranked) + [replace(c) for c in extra], r.score_scale, settings)
-        out.append(build_context(cands, settings))
+        # a list of the corpus's files (a SOURCES.md) tells nothing of what they say: a question not about
+        # the files gives it none of the budget, which a passage ranked below it needs
+        listed = {c.chunk_id for c in file_lists(r.question, cands)}
+        out.append(build_context([c for c in cands if c.chunk_id not in listed], settings))
     return out

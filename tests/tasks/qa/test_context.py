@@ -10,7 +10,7 @@ from schemas.arrow import to_table
 from schemas.chunk import Chunk
 from schemas.qa import RERANK, RRF
 from schemas.settings import Settings
-from tasks.qa.context import build_context, expand_batch, order_for_prompt
+from tasks.qa.context import build_context, contexts_for, expand_batch, order_for_prompt
 from tasks.qa.filters import in_section
 from tasks.qa.types import Candidate, Retrieval
 from warehouse import db
@@ -140,6 +140,26 @@ def test_a_table_is_never_cut(warehouse):
     cands = [Candidate("guide.docx_4", 0.9, chunk=big), Candidate("guide.docx_2", 0.8, chunk=records["guide.docx_2"])]
     ctx = build_context(cands, Settings.of(context_max_chars=200, context_soft_limit=150))
     assert ctx.chunk_ids[0] == "guide.docx_4" and big.content.strip() in ctx.text
+
+
+def test_a_list_of_the_corpus_files_takes_no_budget_from_a_question_about_content():
+    # the docs corpus's SOURCES.md table (5,787 characters) ranked 2nd for "…the one-page union rules…" and, a
+    # table being never cut, left no room for the rules' own passage ranked 3rd
+    listing = "local file | repo | bytes\n" + "".join(f"zh_pdf/doc{i}.pdf | opendatalab/MinerU | {i}\n" for i in range(90))
+    catalogue = Chunk(content=listing, chunk_type="table", source="../SOURCES.md", chunk_id="../SOURCES.md_2", kb="kb")
+    manual = Chunk(content="QIBM_DB_SECADM also is responsible for administering RCAC.", chunk_type="text",
+                   source="redp5110.md", chunk_id="redp5110.md_39", kb="kb")
+    rules = Chunk(content="第十六条 组织委员负责工会的组织工作。", chunk_type="text", source="union_rules.pdf",
+                  chunk_id="union_rules.pdf_0", kb="kb")
+    ranked = [Candidate(c.chunk_id, score=s, chunk=c) for c, s in ((manual, 0.51), (catalogue, 0.5), (rules, 0.36))]
+    s = Settings.of(context_max_chars=1500, context_soft_limit=1200)
+    question = "Which position is responsible for the union's organisational work?"
+    (ctx,) = contexts_for([Retrieval(question, "hybrid", RRF, ranked, 3, None, [question])], [[]], s)
+    assert ctx.chunk_ids == ["redp5110.md_39", "union_rules.pdf_0"]
+    # a question about the files reads the list
+    question = "Which repository is zh_pdf/doc7.pdf from?"
+    (ctx,) = contexts_for([Retrieval(question, "hybrid", RRF, ranked, 3, None, [question])], [[]], s)
+    assert "../SOURCES.md_2" in ctx.chunk_ids
 
 
 def test_ranked_chunks_get_in_before_the_expanded_neighbours_of_the_first(warehouse):
