@@ -140,6 +140,11 @@ def gloss_terms(question: str, vocabulary: Collection[str]) -> list[str]:
                 found |= table.get(phrase, frozenset())
                 finance += [w for term in FINANCE_TERMS.get(phrase, ()) for w in _in_vocabulary(term, vocabulary)]
             heads = sorted((h for h in found if h in vocabulary), key=lambda h: (-len(h), h))
+            if not heads and not finance and n == 1 and len(words[i]) > 4 and words[i].endswith("er"):
+                # the one who does it, by what is done when the corpus never uses its own glosses: "the issuer" of
+                # a standard's cover (发行人) is who 发布 ("issue"s) it; "publisher" → "publish"
+                found = table.get(words[i][:-1], frozenset()) | table.get(words[i][:-2], frozenset())
+                heads = sorted((h for h in found if h in vocabulary), key=lambda h: (-len(h), h))
             if heads or finance:
                 used.update(span)
                 out += list(dict.fromkeys(finance + heads[:MAX_GLOSSES_PER_PHRASE]))

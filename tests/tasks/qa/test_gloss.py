@@ -49,6 +49,16 @@ def test_a_verb_is_glossed_by_the_senses_of_its_phrasal_verb():
     assert "划分" not in gloss_terms("which phases are listed?", {"划分", "阶段"})  # "up" alone is no word asked
 
 
+def test_an_agent_noun_is_glossed_by_its_verb_when_the_corpus_lacks_its_own_glosses():
+    # nbt_npp_periodic_safety_review_part12_design_draft.docx's cover: "国家能源局  发布" names who issues it;
+    # CC-CEDICT's "issuer" (发行人…) is no word of this corpus, its "issue" (发布) is
+    vocabulary = {"发布", "国家能源局", "封面"}
+    question = "Which government body is shown on the cover as the issuer of the standard?"
+    assert "发布" in gloss_terms(question, vocabulary)
+    # a word whose own gloss the corpus uses keeps it alone ("number" is no "numb")
+    assert gloss_terms("What number is printed?", {"号码", "数字", "麻木"}) == ["号码", "数字"]
+
+
 def test_a_phrase_of_function_words_is_not_glossed():
     # "According to the PRC Constitution": 根据 would pick "(十一)根据最高人民法院院长的提请…" over Article 127
     vocabulary = {"根据", "依照", "最高人民法院", "宪法"}
