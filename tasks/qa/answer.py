@@ -874,6 +874,10 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
         if len(shared) / len(q_plain) < a.extractive_min_overlap and i not in headings_asked \
                 and not (cell and bonus >= 2 * CELL_BONUS):
             continue
+        if not cell:
+            # the words naming the document are no evidence in a passage writing them out (a cover, the number it
+            # goes by restated) unless they are its document's subject, which each of its units holds alike
+            shared -= naming_only - naming[context.chunks[order].source][0]
         hit = (bigram_share(shared) + word_share(found_words & qw)) / 2 if qw else bigram_share(shared)
         if i in headings_asked:
             hit += HEADING_BONUS

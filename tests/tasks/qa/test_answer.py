@@ -325,6 +325,18 @@ def test_the_words_describing_the_document_before_its_title_name_it():
     assert answer.text.startswith("ICS\u200227.120.99") and answer.citations == ["part12.docx_0"]
 
 
+def test_the_words_naming_the_document_are_no_evidence_in_a_passage_writing_them_out():
+    # nbt_npp_periodic_safety_review_part1_draft.docx as landed: the line opening the list of safety factors
+    # writes out "核电厂定期安全评价", which the question names the draft by; the item asked holds only "SF13"
+    factors = _chunk("part1.docx_16", "1.5 定期安全评价的策划和准备\n1.5.1 确定评价范围和内容\n5.1.1 一般而言，核电厂定期"
+                     "安全评价的范围应包括以下14个安全要素：\n1. 核电厂设计（SF1）\n2. 构筑物、系统和部件的实际状态（SF2）\n"
+                     "12. 人因（SF12）\n13. 应急预案（SF13）\n14. 辐射环境影响（SF14）", "text",
+                     section_path="核电厂定期安全评价 第1部分：通用要求 > 1.5 定期安全评价的策划和准备 > 1.5.1 确定评价范围和内容")
+    answer = extractive_answer("《核电厂定期安全评价 第1部分：通用要求》征求意见稿列出的14个安全要素中，SF13是什么？",
+                               _context((factors, 0.8)), S)
+    assert answer.text.startswith("13. 应急预案（SF13）")
+
+
 def test_a_line_opening_a_list_answers_with_the_item_asked():
     # redp5110_sampled.pdf: the line opening the list ends chunk 37, the list is chunk 38
     opener = _chunk("redp5110.pdf_37", "2.1.6 Change Function Usage CL command\nThe following CL commands can be "
