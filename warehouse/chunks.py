@@ -68,18 +68,27 @@ def fetch_chunks(db_path: Path, kb: str, chunk_ids: Sequence[str]) -> dict[str, 
     return {c.chunk_id: c for c in from_table(table, Chunk)}
 
 
-def opening_chunks(db_path: Path, kb: str, sources: Sequence[str], n: int) -> dict[str, list[Chunk]]:
-    """Candidate records of each source's first `n` chunks (its cover), in document order; one query."""
+COVER, CONTENTS = "cover", "contents"
+# a contents section's own heading ("Contents", "目 录 Contents", "目  次"), not a section under it
+_CONTENTS_SECTION = r"^\s*(contents|table of contents|目\s*录|目\s*次)[\s\w]*$"
+
+
+def front_matter(db_path: Path, kb: str, sources: Sequence[str], part: str, n: int) -> dict[str, list[Chunk]]:
+    """Candidate records of each source's cover (its first `n` chunks) or contents (its first `n` index chunks
+    or chunks of a contents section), in document order; one query."""
     wanted = sorted(set(sources))
     if not wanted or n <= 0:
         return {}
+    where, param = ("chunk_index < ?", n) if part == COVER else \
+        ("(chunk_type = 'index' OR regexp_matches(lower(section_path), ?))", _CONTENTS_SECTION)
     cols = ", ".join(CANDIDATE_COLUMNS)
     with db.connect(db_path, read_only=True) as con:
         table = con.sql(f"SELECT {cols} FROM chunks WHERE kb = ? AND source IN (SELECT unnest(?::VARCHAR[])) "
-                        "AND chunk_index < ? ORDER BY source, chunk_index", params=[kb, wanted, n]).to_arrow_table()
+                        f"AND {where} ORDER BY source, chunk_index", params=[kb, wanted, param]).to_arrow_table()
     out: dict[str, list[Chunk]] = {}
     for c in from_table(table, Chunk):
-        out.setdefault(c.source, []).append(c)
+        if len(out.setdefault(c.source, [])) < n:
+            out[c.source].append(c)
     return out
 
 

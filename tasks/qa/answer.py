@@ -36,7 +36,7 @@ from schemas.errors import LLMError
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, QAResult, Question
 from schemas.settings import Settings
 from tasks.index.views import document_name
-from tasks.qa.context import COVER_CHUNKS, Context
+from tasks.qa.context import ASKS_CONTENTS, COVER_CHUNKS, Context
 from tasks.qa.extract import (answers_what_is_asked, focus, form_lines, negated_terms, scope_only_terms, scope_parts,
                               shortest_clause, table_cell, terms, without_scope)
 from tasks.qa.filters import file_lists
@@ -80,7 +80,6 @@ _PRONOUN_START = re.compile(r"^(?:(?:It|Its|This|These|They|Their|He|She|His|Her
 MAX_SENTENCE_CHARS = 400
 MIN_SENTENCE_CHARS = 6  # shorter "sentences" are headings and labels
 # a table of contents' entry ("2 规范性引用文件", "附录A …") names a section: the answer only when the contents are asked
-_ASKS_CONTENTS = re.compile(r"\bcontents\b|\bTOC\b|目录|目次", re.IGNORECASE)
 _CONTENTS_ENTRY = re.compile(r"^\s*(?:\d+(?:\.\d+)*|附\s*录\s*[A-Z]|Appendix [A-Z])\s*\S.{0,40}$")
 # a table-of-contents entry: a dot leader, solid or spaced ("1.4.4 最大脉冲…..... 10", "2.1.6 Change … . . . . 10",
 # LaTeX's "⋅ ⋅ ⋅ ⋅"), or Word's page number after a tab ("2 规范性引用文件\t1")
@@ -664,6 +663,18 @@ def defines_symbol(line: str, symbols: frozenset[str]) -> bool:
     return any(plain.startswith(f"{s} ") and plain[len(s) + 1:len(s) + 2].isalpha() for s in symbols)
 
 
+_LEADER = re.compile(r"(?:\s*[.．·…⋅]){4,}\s*|\s*\t+\s*")  # a contents entry's dots or tabs to its page number
+
+
+def _contents_entries(chunk) -> list[str] | None:
+    """A contents chunk's entries, one per line, leaders cut ("3.5 SELECT, INSERT, and UPDATE behavior with RCAC . . .
+    | 22" → "3.5 SELECT, INSERT, and UPDATE behavior with RCAC 22"); None unless half its lines are entries."""
+    lines = [line.strip() for line in evidence_text(chunk).splitlines() if line.strip()]
+    if not lines or 2 * sum(bool(_TOC_LINE.search(line)) for line in lines) < len(lines):
+        return None
+    return [_LEADER.sub(" ", line.replace(" | ", " ")).strip() for line in lines]
+
+
 def _is_item(units: Sequence[_Unit], i: int, ordinal: int) -> bool:
     """Whether units[i] is its list's item numbered `ordinal`, or its last item (LAST: the next item
     of its chunk is not numbered next)."""
@@ -780,7 +791,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     # a list the chunk before opens ("第十七条 职工代表大会工作机构的任务是:" ending it, "（一）…" after)
     openings = {(c.source, c.chunk.chunk_index): sentences(evidence_text(c.chunk))[-1] for c in context.chunks
                 if c.chunk.chunk_type not in GRIDS and evidence_text(c.chunk).rstrip().endswith((":", "："))}
-    contents_asked = bool(_ASKS_CONTENTS.search(question))
+    contents_asked = bool(ASKS_CONTENTS.search(question))
     units: list[_Unit] = []
     for order, c in enumerate(context.chunks):
         if c.chunk_id in catalogues:
@@ -797,8 +808,11 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
         subject_words = {w for w in qw if terms(w) and terms(w) <= subject}
         foreign_words = {w for w in qw if terms(w) and terms(w) <= foreign} | (set() if translated else gloss_words)
         foreign = foreign if translated else foreign | (gloss_only - subject)  # its name is held in any language
+        # the contents, when asked about, answer by their entries ("3.5 SELECT, INSERT, and UPDATE behavior with RCAC
+        # 22"), else by nothing: a cell or a sentence of dotted leaders says nothing of the document
+        entries = _contents_entries(c.chunk) if contents_asked else None
         cell = _table_unit(question, c.chunk, subject | foreign, glossed[len(question):] if translated else "") \
-            if a.extractive_table_cells and c.chunk.chunk_type in GRIDS else None
+            if a.extractive_table_cells and c.chunk.chunk_type in GRIDS and entries is None else None
         if cell is not None and _TOC_LINE.search(cell[1]):  # a contents table ("2.1.6 Change … . . . . | 10")
             continue
         if cell is not None:  # a cell never names whose table it is: its document does ("比亚迪")
@@ -807,7 +821,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
             units.append(_Unit((terms(cell[0]) - foreign) | held, named_words - foreign_words, cell[2], credit, order,
                                0, cell[1], c.chunk_id, False, translated, True))
         # beside its cell, a table answers with its notes ("注：…", a limit stated under it)
-        quoted, lead = table_notes(c.chunk) if cell is not None else \
+        quoted, lead = entries if entries is not None else table_notes(c.chunk) if cell is not None else \
             evidence_units(c.chunk, ordinal is not None, openings.get((c.source, c.chunk.chunk_index - 1), "")), ""
         article = ""
         for pos, unit in enumerate(quoted):

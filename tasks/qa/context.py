@@ -46,7 +46,9 @@ class Context:
 
 
 COVER_CHUNKS = 3  # a document's first chunks with no heading above them are its cover
+CONTENTS_CHUNKS = 4  # a document's contents read for a question about them
 _ASKS_COVER = re.compile(r"\bcover\b|\btitle page\b|封面|扉页", re.IGNORECASE)
+ASKS_CONTENTS = re.compile(r"\bcontents\b|\bTOC\b|目录|目次", re.IGNORECASE)
 
 
 def expansion_seeds(retrieval: Retrieval, settings: Settings) -> list[Candidate]:
@@ -59,7 +61,7 @@ def expansion_seeds(retrieval: Retrieval, settings: Settings) -> list[Candidate]
 def expand_batch(db_path: Path, kb: str, retrievals: Sequence[Retrieval], settings: Settings) -> list[list[Candidate]]:
     """Per retrieval, its seeds' section-prefix neighbours not already ranked (each once), nearest
     first, capped; a neighbour carries its seed's score and `expanded_from`."""
-    from warehouse.chunks import Neighbour, SectionSeed, opening_chunks, section_neighbours
+    from warehouse.chunks import CONTENTS, COVER, Neighbour, SectionSeed, front_matter, section_neighbours
 
     out: list[list[Candidate]] = [[] for _ in retrievals]
     if not settings.retrieval.context_expansion_enabled or not retrievals:
@@ -71,12 +73,13 @@ def expand_batch(db_path: Path, kb: str, retrievals: Sequence[Retrieval], settin
         before=settings.retrieval.context_expansion_before, after=settings.retrieval.context_expansion_after)
     seed_of = {(qi, c.chunk_id): c for qi, _, c in seeds}
     taken = [{c.chunk_id for c in r.ranked} for r in retrievals]
-    # a question asking what a cover says ("ICS number printed on the cover", "封面上标注的分类号") reads the
-    # cover of the best hit's document, its first chunks, however far the hit is from them
-    firsts = {qi: c for qi, rank, c in seeds if rank == 0 and _ASKS_COVER.search(retrievals[qi].question)}
-    covers = opening_chunks(db_path, kb, [c.chunk.source for c in firsts.values()], COVER_CHUNKS)
-    neighbours = [Neighbour(qi, seed.chunk_id, chunk) for qi, seed in firsts.items()
-                  for chunk in covers.get(seed.chunk.source, [])] + neighbours
+    # a question asking what a cover or the contents say ("the ICS number printed on the cover", "目录中第3.6节的
+    # 标题") reads them in the best hit's document, however far the hit is from them
+    for part, asks, n in ((CONTENTS, ASKS_CONTENTS, CONTENTS_CHUNKS), (COVER, _ASKS_COVER, COVER_CHUNKS)):
+        firsts = {qi: c for qi, rank, c in seeds if rank == 0 and asks.search(retrievals[qi].question)}
+        found = front_matter(db_path, kb, [c.chunk.source for c in firsts.values()], part, n)
+        neighbours = [Neighbour(qi, seed.chunk_id, chunk) for qi, seed in firsts.items()
+                      for chunk in found.get(seed.chunk.source, [])] + neighbours
     for n in neighbours:
         qi, seed_id, chunk = n.question, n.seed_id, n.chunk
         if chunk.chunk_id in taken[qi] or len(out[qi]) >= settings.retrieval.context_expansion_max_chunks:

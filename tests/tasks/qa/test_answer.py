@@ -337,6 +337,24 @@ def test_the_words_naming_the_document_are_no_evidence_in_a_passage_writing_them
     assert answer.text.startswith("13. 应急预案（SF13）")
 
 
+def test_the_contents_answer_by_their_entries_when_asked_about():
+    # redp5110_sampled.md's contents as MinerU landed them: a table of dotted leaders and page numbers
+    contents = _chunk("redp5110.md_3", "3.2.2 Built-in global variables . . . . . . . . . . . . . . . . . . . | 19\n"
+                      "3.3 VERIFY_GROUP_FOR_USER function. . . . . . . . . . . . . . . . . . . | 20\n"
+                      "3.4 Establishing and controlling accessibility by using the RCAC rule text. . . . . . . . | 21\n"
+                      "3.5 SELECT, INSERT, and UPDATE behavior with RCAC . . . . . . . . . . . . . . . . . . . | 22",
+                      section_path="Contents")
+    prose = _chunk("redp5110.md_64", "This IBM Redpaper publication provides information about the IBM i 7.2 feature "
+                   "of IBM DB2 for i Row and Column Access Control (RCAC).", "text")
+    ctx = _context((prose, 0.79), (contents, 0.78))
+    asked = "In the table of contents of the IBM Redpaper REDP-5110, what is the title of section 3.5?"
+    answer = extractive_answer(asked, ctx, S)
+    assert answer.text.startswith("3.5 SELECT, INSERT, and UPDATE behavior with RCAC 22")
+    assert answer.citations == ["redp5110.md_3"]
+    # not asked about, the contents answer nothing
+    assert "redp5110.md_3" not in extractive_answer("What is section 3.5 of the IBM Redpaper about?", ctx, S).citations
+
+
 def test_a_line_opening_a_list_answers_with_the_item_asked():
     # redp5110_sampled.pdf: the line opening the list ends chunk 37, the list is chunk 38
     opener = _chunk("redp5110.pdf_37", "2.1.6 Change Function Usage CL command\nThe following CL commands can be "

@@ -90,6 +90,28 @@ def test_a_question_asking_the_cover_reads_the_first_chunks_of_the_best_hits_doc
         assert not {"guide.docx_0", "guide.docx_1"} & {c.chunk_id for c in extra}
 
 
+def test_a_question_asking_the_contents_reads_the_best_hits_documents_contents(tmp_path):
+    parts = [("", "text", "Row and Column Access Control Support in IBM DB2 for i"),
+             ("Contents", "table", "Notices . . . . . . . | vii\n3.5 SELECT, INSERT, and UPDATE behavior . . . | 22"),
+             ("Contents", "table", "Chapter 4. Implementing RCAC . . . . . . . | 41"),
+             ("Chapter 3", "text", "3.5 SELECT, INSERT, and UPDATE behavior with RCAC"),
+             ("Chapter 3 > 3.5", "text", "A SELECT statement returns the rows a row permission lets the user see.")]
+    chunks = [Chunk(content=text, chunk_type=kind, section_path=section, source="redp.md", kb="kb", doc_md5="r",
+                    chunk_index=i, chunk_id=f"redp.md_{i}") for i, (section, kind, text) in enumerate(parts)]
+    path = tmp_path / "kbflow.duckdb"
+    with db.connect(path) as con:
+        con.register("rows", to_table(chunks, Chunk))
+        con.execute("INSERT INTO chunks BY NAME SELECT * FROM rows")
+    records = fetch_chunks(path, "kb", ["redp.md_4"])
+    asked = Retrieval("In the table of contents, what is the title of section 3.5?", "hybrid", RRF,
+                      [Candidate("redp.md_4", score=0.8, chunk=records["redp.md_4"])], 1, None, ["q"])
+    (extra,) = expand_batch(path, "kb", [asked], Settings(home=tmp_path))
+    assert [c.chunk_id for c in extra[:2]] == ["redp.md_1", "redp.md_2"]
+    unasked = replace(asked, question="What does section 3.5 say?")
+    (extra,) = expand_batch(path, "kb", [unasked], Settings(home=tmp_path))
+    assert not {"redp.md_1", "redp.md_2"} & {c.chunk_id for c in extra}
+
+
 def test_expansion_seeds_by_scale(warehouse):
     s = Settings(home=warehouse.parent)
     records = fetch_chunks(warehouse, "kb", ["guide.docx_1", "guide.docx_6"])
