@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from schemas.arrow import from_table
-from schemas.chunk import CANDIDATE_COLUMNS, Chunk
+from schemas.chunk import CANDIDATE_COLUMNS, INDEX, Chunk
 from warehouse import db
 
 
@@ -79,12 +79,12 @@ def front_matter(db_path: Path, kb: str, sources: Sequence[str], part: str, n: i
     wanted = sorted(set(sources))
     if not wanted or n <= 0:
         return {}
-    where, param = ("chunk_index < ?", n) if part == COVER else \
-        ("(chunk_type = 'index' OR regexp_matches(lower(section_path), ?))", _CONTENTS_SECTION)
+    where, params = ("chunk_index < ?", [n]) if part == COVER else \
+        ("(chunk_type = ? OR regexp_matches(lower(section_path), ?))", [INDEX, _CONTENTS_SECTION])
     cols = ", ".join(CANDIDATE_COLUMNS)
     with db.connect(db_path, read_only=True) as con:
         table = con.sql(f"SELECT {cols} FROM chunks WHERE kb = ? AND source IN (SELECT unnest(?::VARCHAR[])) "
-                        f"AND {where} ORDER BY source, chunk_index", params=[kb, wanted, param]).to_arrow_table()
+                        f"AND {where} ORDER BY source, chunk_index", params=[kb, wanted, *params]).to_arrow_table()
     out: dict[str, list[Chunk]] = {}
     for c in from_table(table, Chunk):
         if len(out.setdefault(c.source, [])) < n:

@@ -760,7 +760,9 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     entry whole; a list of the corpus's files (`tasks.qa.filters.file_lists`) answers only questions
     about the files; a question asking a numbered heading's title takes its line (`heading_asked`), one
     asking what a symbol stands for its symbol list's line (`defines_symbol`), one asking the n-th paragraph
-    under a heading it writes out that heading's n-th line (`_heading_written`)."""
+    under a heading it writes out that heading's n-th line (`_heading_written`), one asking the contents a
+    contents entry (`_contents_entries`). The words naming the document are no evidence in a passage that
+    writes them out, unless they are its document's subject."""
     glossed = _glossed(question, context) if settings.retrieval.gloss_enabled and context.chunks else question
     english = translatable(question)
     # the ordinal asked ("listed second") says which item, not what it says ("Second sub-item at this level")

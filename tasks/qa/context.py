@@ -5,7 +5,9 @@
   seed's or *under* it ("三、… > （一）…" is under "三、…"; the seed matched sections exactly, so a
   parent heading never pulled its sub-sections). Read from DuckDB `chunks` (the record), one query
   per batch of questions; at most CONTEXT_EXPANSION_MAX_CHUNKS per question. Seeds: chunks with a
-  rerank score ≥ 0.3 (the seed's "expansion 2") or, on the rrf scale, the top ranked ones.
+  rerank score ≥ 0.3 (the seed's "expansion 2") or, on the rrf scale, the top ranked ones. Ours: a
+  question asking about a cover or the contents reads them in the best hit's document (its first
+  COVER_CHUNKS chunks; its index chunks or contents section), however far the hit is from them.
 - `order_for_prompt` (seed 001 §7.1): on the rerank scale drop chunks under RERANK_CONTEXT_MIN_SCORE,
   except a table beside a passing chunk of its section (≥ min × 0.3) and figures (≥ min × 0.5).
 - `build_context` (seed 001 §7.2): group by (source, section), chunks in document order inside a
@@ -13,7 +15,9 @@
   the seed let the first hit's neighbours fill the budget before a later hit got in); add groups
   until CONTEXT_MAX_CHARS (8000), past CONTEXT_SOFT_LIMIT (6000) only groups nearly as strong as
   the best; at most MAX_CONTEXT_CHUNKS text chunks; a table is never cut or dropped from an
-  admitted group. Each chunk is shown with its `[ref:chunk_id]` so the answer can cite it.
+  admitted group. Each chunk is shown with its `[ref:chunk_id]` so the answer can cite it. Ours: a
+  list of the corpus's files (`tasks.qa.filters.file_lists`) gets no budget unless the question asks
+  about the files.
 """
 from __future__ import annotations
 

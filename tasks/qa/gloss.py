@@ -139,12 +139,12 @@ def gloss_terms(question: str, vocabulary: Collection[str]) -> list[str]:
                 phrase = " ".join([*words[i:i + n - 1], last])
                 found |= table.get(phrase, frozenset())
                 finance += [w for term in FINANCE_TERMS.get(phrase, ()) for w in _in_vocabulary(term, vocabulary)]
-            heads = sorted((h for h in found if h in vocabulary), key=lambda h: (-len(h), h))
+            heads = _longest_used(found, vocabulary)
             if not heads and not finance and n == 1 and len(words[i]) > 4 and words[i].endswith("er"):
                 # the one who does it, by what is done when the corpus never uses its own glosses: "the issuer" of
                 # a standard's cover (发行人) is who 发布 ("issue"s) it; "publisher" → "publish"
-                found = table.get(words[i][:-1], frozenset()) | table.get(words[i][:-2], frozenset())
-                heads = sorted((h for h in found if h in vocabulary), key=lambda h: (-len(h), h))
+                heads = _longest_used(table.get(words[i][:-1], frozenset()) | table.get(words[i][:-2], frozenset()),
+                                      vocabulary)
             if heads or finance:
                 used.update(span)
                 out += list(dict.fromkeys(finance + heads[:MAX_GLOSSES_PER_PHRASE]))
@@ -154,6 +154,11 @@ def gloss_terms(question: str, vocabulary: Collection[str]) -> list[str]:
         for written in (chinese_numeral(number), str(number)):
             out += _in_vocabulary(f"第{written}{kind}", vocabulary, whole=False)
     return out
+
+
+def _longest_used(heads: Collection[str], vocabulary: Collection[str]) -> list[str]:
+    """The headwords the vocabulary holds, the longest (most specific) first."""
+    return sorted((h for h in heads if h in vocabulary), key=lambda h: (-len(h), h))
 
 
 def english_glosses(question: str, vocabulary: Collection[str]) -> list[str]:
