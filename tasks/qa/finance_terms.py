@@ -5,7 +5,9 @@ CC-CEDICT (`tasks.qa.gloss`) is a general dictionary: it has no "borrowings" →
 listed company's report or a broker's forecast tables finds none of their line items. Every such
 report uses the same standard line items (资产负债表, 利润表, 现金流量表 and their rows), so the
 words composing them are listed here once, as English → Chinese, in the lower-case word form the
-glossing reads (`[a-z]+` words: "non-current" is "non current", "R&D" is "r d").
+glossing reads (`[a-z]+` words: "non-current" is "non current", "R&D" is "r d"), with the words
+broker reports on a consumer company's operations use ("directly operated" → 直营, "franchised" →
+加盟, "year on year" → 同比).
 """
 from __future__ import annotations
 
@@ -214,4 +216,19 @@ FINANCE_TERMS: dict[str, tuple[str, ...]] = {
     "shares held": ("持股数量",),
     "restricted shares": ("有限售条件",),
     "forecast": ("预测", "预计"),
+    # a consumer company's operations, as broker reports write them
+    "year on year": ("同比",),
+    "yoy": ("同比",),
+    "quarter on quarter": ("环比",),
+    "month on month": ("环比",),
+    "sequentially": ("环比",),
+    "directly operated": ("直营",),
+    "self operated": ("直营", "自营"),
+    "franchised": ("加盟",),
+    "franchise": ("加盟",),
+    "franchisee": ("加盟商",),
+    "franchisees": ("加盟商",),
+    "store": ("门店",),
+    "stores": ("门店",),
+    "same store": ("同店",),
 }

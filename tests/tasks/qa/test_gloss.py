@@ -125,6 +125,17 @@ def test_a_translation_weighs_less_than_the_questions_own_words(monkeypatch):
     assert extractive_answer(question, context, Settings()).citations == ["thesis_guide.pdf_3"]
 
 
+def test_a_consumer_companys_operations_are_glossed_as_broker_reports_write_them():
+    # broker_research_report_anonymized.pdf: "主品牌三季度直营、加盟门店分别净+65/-101家"; CC-CEDICT has no
+    # 直营 or 加盟, and its "store" is 商店
+    vocabulary = set(tokenize("主品牌三季度直营、加盟门店分别净+65/-101家 存货金额同比+53.5%、环比+29.1%"))
+    glossed = gloss_terms("What was the net change in the main brand's directly-operated and franchised stores?",
+                          vocabulary)
+    assert {"直营", "加盟", "门店"} <= set(glossed)
+    assert {"同比", "环比"} <= set(gloss_terms("By how much did inventory grow year on year and quarter on quarter?",
+                                             vocabulary))
+
+
 def test_accounting_words_cc_cedict_lacks_are_glossed_as_the_statements_line_items():
     # the BYD cash flow statement's rows, as BM25 indexes them
     vocabulary = set(tokenize("取得借款收到的现金 处置固定资产、无形资产和其他长期资产收回的现金净额 流动资产合计 每股收益"))
