@@ -857,6 +857,7 @@ def focus(question: str) -> str:
 
 # where a question says which document it asks about: a 《title》, a leading "X中，" / "X里的" / "X上的" /
 # "根据X，" / "X这项标准", or "In the X paper, …" / "In the X's table, …" / "… in the X paper's table"
+_DOCUMENT_WORDS = "standard|paper|report|document|guide|manual|datasheet"  # the words for a document
 _SCOPE_TITLE = re.compile(r"《([^》]+)》")
 _SCOPE_CJK = re.compile(r"^\s*(.{2,40}?)(?:中|里|上)(?:，|,|的)|^\s*(?:根据|按照|依据|按)(.{2,40}?)(?:，|,)"
                         r"|^\s*(.{2,40}?)这(?:项|份|个|篇|部|本)")
@@ -865,20 +866,19 @@ _SCOPE_EN = re.compile(r"^\s*(?:in|from|according to|under)\s+(?:the\s+)?(.{2,16
                        re.IGNORECASE)
 # a quoted title beside the word for a document: "the draft NB/T standard 'Periodic safety review … —
 # Part 12: Design'", "the 'Summer activities' duck document" (not a quoted term: "the 'don't forget' list")
-_SCOPE_QUOTED = re.compile(r"\b(?:standard|paper|report|document|guide|manual|datasheet|article|book)\s+"
+_SCOPE_QUOTED = re.compile(rf"\b(?:{_DOCUMENT_WORDS}|article|book)\s+"
                            r"['\"‘“]([^'\"’”]{6,}?)['\"’”](?!\w)"
                            r"|['\"‘“]([^'\"’”]{6,}?)['\"’”]\s+(?:\w+\s+)?"
                            r"(?:standard|paper|report|document|guide|manual)\b", re.IGNORECASE)
 
 # what a document is on: "the draft NB/T standard on periodic safety review of nuclear power plants
 # (Part 1: General Requirements)", to a comma or the question's end
-_SCOPE_ON = re.compile(r"\bthe\s+(?:\S+\s+){0,3}(?:standard|paper|report|document|guide|manual|datasheet|notes)\s+on\s+"
+_SCOPE_ON = re.compile(rf"\bthe\s+(?:\S+\s+){{0,3}}(?:{_DOCUMENT_WORDS}|notes)\s+on\s+"
                        r"([^,，?？()（）]{6,80}?(?:\s*\([^()]{2,60}\))?)(?=\s*[,，?？]|\s*$)", re.IGNORECASE)
 
 # the words before the word for a document say which it is: "the draft NB/T energy-industry standard", "the
 # titanium standard" (a question asking the cover's ICS number of that standard does not ask for "NB/T")
-_SCOPE_KIND = re.compile(r"\bthe\s+((?:[\w/.-]+\s+){1,4})(?:standard|paper|report|document|guide|manual|datasheet)\b",
-                         re.IGNORECASE)
+_SCOPE_KIND = re.compile(rf"\bthe\s+((?:[\w/.-]+\s+){{1,4}})(?:{_DOCUMENT_WORDS})\b", re.IGNORECASE)
 
 
 def document_scope(question: str) -> str:
