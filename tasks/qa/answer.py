@@ -36,9 +36,9 @@ from schemas.errors import LLMError
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, QAResult, Question
 from schemas.settings import Settings
 from tasks.index.views import document_name
-from tasks.qa.context import ASKS_CONTENTS, COVER_CHUNKS, Context
-from tasks.qa.extract import (answers_what_is_asked, focus, form_lines, negated_terms, scope_only_terms, scope_parts,
-                              shortest_clause, table_cell, terms, without_scope)
+from tasks.qa.context import ASKS_CONTENTS, COVER_CHUNKS, Context, row_labels
+from tasks.qa.extract import (answers_what_is_asked, focus, form_lines, labelled_rows, negated_terms, scope_only_terms,
+                              scope_parts, shortest_clause, table_cell, terms, without_scope)
 from tasks.qa.filters import file_lists
 from tasks.common.text import bigram_hit_rate, bigrams, clean_text, tokenize
 from tasks.qa.gloss import chinese_numeral, english_glosses, gloss_terms, translatable
@@ -354,14 +354,15 @@ def _join(first: str, second: str) -> str:
     return f"{first}{'' if _CJK_CHAR.match(second) or second.startswith('（') else ' '}{second}"
 
 
-def _table_unit(question: str, chunk, subject: frozenset[str] = frozenset(), glosses: str = "",
+def _table_unit(question: str, chunk, subject: frozenset[str] = frozenset(), glosses: str = "", label: str = "",
                 ) -> tuple[str, str, float] | None:
     """A table chunk's answer to the question as (what names the cell: label, header, caption,
     section; "row — column: value"; its bonus: CELL_BONUS when the question named the column too,
     as much again when it wrote the row's label out), or None when the question names none of its
     row labels. `subject`: the question's terms that name the document; `glosses`: the Chinese its
-    words translate to."""
-    cell = table_cell(question, chunk.content, subject, glosses) if form_lines(chunk.content) is None else None
+    words translate to; `label`: the short line right before the table (`labelled_rows`)."""
+    content = labelled_rows(chunk.content, label)
+    cell = table_cell(question, content, subject, glosses) if form_lines(content) is None else None
     if cell is None:
         return None
     # a table's caption names it; the section is where the float landed (CC-SAM's Table 3 under "4.3 Open
@@ -793,6 +794,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     # a list the chunk before opens ("第十七条 职工代表大会工作机构的任务是:" ending it, "（一）…" after)
     openings = {(c.source, c.chunk.chunk_index): sentences(evidence_text(c.chunk))[-1] for c in context.chunks
                 if c.chunk.chunk_type not in GRIDS and evidence_text(c.chunk).rstrip().endswith((":", "："))}
+    labels = row_labels(context.chunks)  # a line of its own right before a table of values ("0°C≤T<5°C")
     contents_asked = bool(ASKS_CONTENTS.search(question))
     units: list[_Unit] = []
     for order, c in enumerate(context.chunks):
@@ -813,7 +815,8 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
         # the contents, when asked about, answer by their entries ("3.5 SELECT, INSERT, and UPDATE behavior with RCAC
         # 22"), else by nothing: a cell or a sentence of dotted leaders says nothing of the document
         entries = _contents_entries(c.chunk) if contents_asked else None
-        cell = _table_unit(question, c.chunk, subject | foreign, glossed[len(question):] if translated else "") \
+        cell = _table_unit(question, c.chunk, subject | foreign, glossed[len(question):] if translated else "",
+                           labels.get((c.source, c.chunk.chunk_index - 1), "")) \
             if a.extractive_table_cells and c.chunk.chunk_type in GRIDS and entries is None else None
         if cell is not None and _TOC_LINE.search(cell[1]):  # a contents table ("2.1.6 Change … . . . . | 10")
             continue

@@ -3,11 +3,12 @@
 - `expand_batch` (seed 000 §5.2 [25], seed defect 000 §13.3 item 2): the neighbours of each seed
   chunk — the same source, chunk_index from 1 before to 8 after, and a section path equal to the
   seed's or *under* it ("三、… > （一）…" is under "三、…"; the seed matched sections exactly, so a
-  parent heading never pulled its sub-sections). Read from DuckDB `chunks` (the record), one query
-  per batch of questions; at most CONTEXT_EXPANSION_MAX_CHUNKS per question. Seeds: chunks with a
+  parent heading never pulled its sub-sections). Read from DuckDB `chunks` (the record), a query
+  per batch of questions for each kind of neighbour; at most CONTEXT_EXPANSION_MAX_CHUNKS per question. Seeds: chunks with a
   rerank score ≥ 0.3 (the seed's "expansion 2") or, on the rrf scale, the top ranked ones. Ours: a
   question asking about a cover or the contents reads them in the best hit's document (its first
-  COVER_CHUNKS chunks; its index chunks or contents section), however far the hit is from them.
+  COVER_CHUNKS chunks; its index chunks or contents section), however far the hit is from them; and
+  the short line right before a table in the context, which may label the table's rows (`row_label`).
 - `order_for_prompt` (seed 001 §7.1): on the rerank scale drop chunks under RERANK_CONTEXT_MIN_SCORE,
   except a table beside a passing chunk of its section (≥ min × 0.3) and figures (≥ min × 0.5).
 - `build_context` (seed 001 §7.2): group by (source, section), chunks in document order inside a
@@ -15,9 +16,9 @@
   the seed let the first hit's neighbours fill the budget before a later hit got in); add groups
   until CONTEXT_MAX_CHARS (8000), past CONTEXT_SOFT_LIMIT (6000) only groups nearly as strong as
   the best; at most MAX_CONTEXT_CHUNKS text chunks; a table is never cut or dropped from an
-  admitted group. Each chunk is shown with its `[ref:chunk_id]` so the answer can cite it. Ours: a
-  list of the corpus's files (`tasks.qa.filters.file_lists`) gets no budget unless the question asks
-  about the files.
+  admitted group, nor is its label line. Each chunk is shown with its `[ref:chunk_id]` so the answer
+  can cite it. Ours: a list of the corpus's files (`tasks.qa.filters.file_lists`) gets no budget
+  unless the question asks about the files.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from schemas.chunk import CHART, IMAGE, TABLE
+from schemas.chunk import CHART, IMAGE, TABLE, TEXT
 from schemas.qa import RERANK
 from schemas.settings import Settings
 from tasks.qa.filters import file_lists
@@ -49,6 +50,7 @@ class Context:
         return len(self.text)
 
 
+ROW_LABEL_MAX_CHARS = 20  # a line this short, alone right before a table, may label its rows ("0°C≤T<5°C")
 COVER_CHUNKS = 3  # a document's first chunks with no heading above them are its cover
 CONTENTS_CHUNKS = 4  # a document's contents read for a question about them
 _ASKS_COVER = re.compile(r"\bcover\b|\btitle page\b|封面|扉页", re.IGNORECASE)
@@ -91,7 +93,31 @@ def expand_batch(db_path: Path, kb: str, retrievals: Sequence[Retrieval], settin
         taken[qi].add(chunk.chunk_id)
         seed = seed_of[(qi, seed_id)]
         out[qi].append(Candidate(chunk.chunk_id, score=seed.score, expanded_from=seed_id, chunk=chunk))
+    # the short line right before a table in the context may label its rows (`row_labels`): it joins the table
+    tables = {(qi, c.chunk_id): c for qi, r in enumerate(retrievals) for c in [*r.ranked[:r.kept], *out[qi]]
+              if c.chunk is not None and c.chunk.chunk_type == TABLE}
+    labels = section_neighbours(db_path, kb, [
+        SectionSeed(qi, 0, c.chunk_id, c.chunk.source, c.chunk.section_path, c.chunk.chunk_index)
+        for (qi, _), c in tables.items()], before=1, after=0)
+    for n in labels:
+        if n.chunk.chunk_id not in taken[n.question] and n.chunk.chunk_type == TEXT and row_label(n.chunk.content):
+            taken[n.question].add(n.chunk.chunk_id)
+            table = tables[(n.question, n.seed_id)]
+            out[n.question].append(Candidate(n.chunk.chunk_id, score=table.score, expanded_from=n.seed_id,
+                                             chunk=n.chunk))
     return out
+
+
+def row_label(text: str) -> str:
+    """The text as the label of the rows of a table right after it: one short line, else ""."""
+    line = text.strip()
+    return line if len(line) <= ROW_LABEL_MAX_CHARS and "\n" not in line else ""
+
+
+def row_labels(chunks: Sequence[Candidate]) -> dict[tuple[str, int], str]:
+    """By (source, chunk_index), the text chunks of a context that may label the rows of the table after them."""
+    return {(c.source, c.chunk.chunk_index): row_label(c.chunk.content) for c in chunks
+            if c.chunk is not None and c.chunk.chunk_type == TEXT and row_label(c.chunk.content)}
 
 
 def order_for_prompt(cands: Sequence[Candidate], scale: str, settings: Settings) -> list[Candidate]:
@@ -143,6 +169,8 @@ def build_context(cands: Sequence[Candidate], settings: Settings) -> Context:
     order = sorted(groups.items(), key=lambda kv: (-max(c.score for _, c in kv[1]), min(r for r, _ in kv[1])))
     best = max((c.score for c in cands if c.chunk is not None), default=0.0)
     r = settings.retrieval
+    # a table's label line (`row_label`) is part of the table: never cut or dropped from an admitted group either
+    tables = {(c.source, c.chunk.chunk_index) for c in cands if c.chunk is not None and c.chunk.chunk_type == TABLE}
     used, text_chunks = 0, 0
     picked: dict[tuple[str, str], list[Candidate]] = {}
     for tier in (KEPT, RESCUED, EXPANDED):
@@ -157,7 +185,8 @@ def build_context(cands: Sequence[Candidate], settings: Settings) -> Context:
                            key=lambda rc: (rc[1].chunk.chunk_type != TABLE, rc[0]))
             took = []
             for _, c in phase:
-                is_table = c.chunk.chunk_type == TABLE
+                is_table = c.chunk.chunk_type == TABLE or \
+                    ((c.source, c.chunk.chunk_index + 1) in tables and bool(row_label(c.chunk.content)))
                 cost = len(_line(c)) + 1
                 if is_table or (cost <= budget and text_chunks < r.max_context_chunks):
                     took.append(c)

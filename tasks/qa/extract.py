@@ -88,6 +88,7 @@ GROUP_TIE_WEIGHT = 0.01  # per term a row's label shares with the question: a ti
 FOCUS_ROW_BONUS = 0.5  # a row whose label the question writes out as what it asks about
 CONDITION_BONUS = 1.0  # a row holding a number the question states as its condition ("充到90% SOC")
 LABEL_CONDITION_SHARE = 0.5  # of it, when the number is its label's too ("20%" in the row of "15℃≤T<20℃")
+CONDITIONED_COLUMN_SCORE = 0.5  # a row's one value beside the one the question states: its column is asked
 TARGET_BONUS = 0.25  # a condition the question goes to ("充到55%", "up to 55%") over one it starts from
 _TARGET = re.compile(r"(?:到|至|\bup to|\bto|\buntil|\bending at)\s*([0-9]+(?:\.[0-9]+)?)", re.IGNORECASE)
 PERCENT_BONUS = 0.5  # a cell in % when the question asks a ratio, as a column named by a term or two
@@ -277,6 +278,16 @@ def form_lines(content: str) -> tuple[str, ...] | None:
     if not quoted:
         out.append(section)
     return tuple(out)
+
+
+def labelled_rows(content: str, label: str) -> str:
+    """A table whose rows hold values only ("0.40C | 10%" under "电流，A | SOC"), with the line the document
+    writes right before it as each row's label ("0°C≤T<5°C": one step-charge table per temperature, MinerU
+    reading the temperature as a line of its own); any other table unchanged."""
+    rows = [cells for cells, _ in _rows(content)]
+    if not label or len(rows) < 2 or " | " in label or not all(_NUMBER_CELL.match(r[0]) for r in rows[1:]):
+        return content
+    return "\n".join(f"{label} | {line}" if " | " in line else line for line in content.splitlines())
 
 
 def _is_value(cell: str) -> bool:
@@ -703,6 +714,8 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
             worded = [sj for sj in scored if sj[0] > 0 and not _NUMBER_CELL.match(row[-sj[1]])]
             score, j = max(worded if wants_words and worded else scored)
             j = -j
+            if conditioned and len(values) == 1:
+                score = max(score, CONDITIONED_COLUMN_SCORE)  # the value beside the one stated is what is asked
             if len(row) < len(headers) and (j >= key or named(headers[j], asked_terms) <= 0):
                 # MinerU merged some of this row's cells ("TA10 | Ti-0.3Mo-0.8Ni | 余量 | 0.6~0.9 | 0.2~0.4 |
                 # …" under 21 element columns): past the label's own cells, which header a value is under

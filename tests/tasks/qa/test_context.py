@@ -210,3 +210,26 @@ def test_kept_chunks_get_in_before_the_rescued_ones_of_the_first_hits_section(wa
     assert build_context([first, kept, *rescued], small).chunk_ids == ["guide.docx_2", "guide.docx_6"]
     assert build_context([first, kept, *rescued], Settings()).chunk_ids == [
         "guide.docx_2", "guide.docx_3", "guide.docx_6", "other.docx_3"]
+
+
+def test_the_line_labelling_a_tables_rows_joins_the_table_in_the_context(tmp_path):
+    # the SVOLT step-charge tables: "5 ℃≤T<10 ℃" is a line of its own before a table of values only
+    parts = [("text", "阶梯充电 Step Charge：按电芯温度分段充电，各段电流如下。"), ("text", "5 ℃≤T<10 ℃"),
+             ("table", "电流，ACurrent, A | SOC\n0.60C | 20%\n0.40C | 50%"), ("text", "第 7 页 共 20 页")]
+    chunks = [Chunk(content=text, chunk_type=kind, section_path="1.3.1 阶梯充电", source="svolt.pdf", kb="kb",
+                    doc_md5="s", chunk_index=i, chunk_id=f"svolt.pdf_{i}") for i, (kind, text) in enumerate(parts)]
+    path = tmp_path / "kbflow.duckdb"
+    with db.connect(path) as con:
+        con.register("rows", to_table(chunks, Chunk))
+        con.execute("INSERT INTO chunks BY NAME SELECT * FROM rows")
+    records = fetch_chunks(path, "kb", ["svolt.pdf_0", "svolt.pdf_2"])
+    # the table is kept but is no seed (one seed only): the line before it still joins, with the table's score
+    s = Settings(home=tmp_path).replace(context_expansion_max_seeds=1, context_expansion_after=0)
+    asked = Retrieval("5℃≤T<10℃时充到50% SOC的电流？", "hybrid", RRF,
+                      [Candidate("svolt.pdf_0", score=0.9, chunk=records["svolt.pdf_0"]),
+                       Candidate("svolt.pdf_2", score=0.5, chunk=records["svolt.pdf_2"])], 2, None, ["q"])
+    (extra,) = expand_batch(path, "kb", [asked], s)
+    assert [(c.chunk_id, c.expanded_from, c.score) for c in extra] == [("svolt.pdf_1", "svolt.pdf_2", 0.5)]
+    # in the budget it rides with its table: kept when no text chunk may be added any more
+    ctx = build_context([*asked.ranked, *extra], s.replace(max_context_chunks=1))
+    assert ctx.chunk_ids == ["svolt.pdf_0", "svolt.pdf_1", "svolt.pdf_2"]

@@ -10,7 +10,7 @@ from schemas.settings import Settings
 from tasks.qa.answer import LAST, asked_ordinal, extractive_answer, heading_asked, item_number, sentences, table_notes
 from tasks.qa.context import build_context
 from tasks.qa.extract import (_rows, _unshifted, answers_what_is_asked, cjk_numbers, document_scope, focus, form_lines,
-                              scope_only_terms, shortest_clause, table_cell, terms)
+                              labelled_rows, scope_only_terms, shortest_clause, table_cell, terms)
 from tasks.qa.types import Candidate
 from tests.test_golden import chunks_of
 
@@ -26,7 +26,11 @@ def documents(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tables(documents):
-    return {name: [c for c in chunks if c.chunk_type == TABLE] for name, chunks in documents.items()}
+    return {name: tables_of(chunks) for name, chunks in documents.items()}
+
+
+def tables_of(chunks):
+    return [c for c in chunks if c.chunk_type == TABLE]
 
 
 def table_with(chunks, text):
@@ -871,3 +875,34 @@ def test_a_question_asking_an_e_mail_address_is_answered_by_the_clause_holding_o
     asks = answers_what_is_asked("At what e-mail address can Hernando Bedoya be contacted?")
     assert asks("Send your comments in an email to hbedoya@us.ibm.com") and not asks("He teaches IBM classes.")
     assert answers_what_is_asked("作者的邮箱是什么？")("联系邮箱：zzp1994@mail.ustc.edu.cn")
+
+
+def test_a_line_before_a_table_of_values_labels_its_rows(documents):
+    # the SVOLT step-charge table: MinerU read "0°C≤T<5°C" as a line of its own and the table under it holds
+    # values only ("0.40C | 10%"); the line labels each row, so the SOC a question states picks the row
+    chunks = documents["svolt_mineru2.7.6"]
+    (at,) = [i for i, c in enumerate(chunks) if c.chunk_type == TEXT and c.content.strip() == "0°C≤T<5°C"]
+    label, steps = chunks[at], chunks[at + 1]
+    assert steps.chunk_type == TABLE and "0.06C | 90%" in steps.content
+    question = "SVOLT 196Ah刀片电芯阶梯充电表中，电芯温度0℃≤T<5℃时，充到90% SOC那一段的充电电流是多少？"
+    assert table_cell(question, steps.content) is None  # no row names a label the question writes
+    cell = table_cell(question, labelled_rows(steps.content, label.content.strip()))
+    assert (cell.label, cell.value, cell.written) == ("0°C≤T<5°C", "0.06C", True)
+    # a table whose rows have labels of their own keeps them; a line of cells labels nothing
+    labelled = table_with(tables_of(chunks), "45℃≤T≤50℃").content
+    assert labelled_rows(labelled, "0°C≤T<5°C") == labelled
+    assert labelled_rows(steps.content, "a | b") == steps.content
+    # the whole answer: the line and its table in the context beside another temperature's table
+    other = table_with(tables_of(chunks), "-10C≤T<-5℃")
+    ctx = build_context([Candidate(c.chunk_id, s, chunk=c) for c, s in ((other, 0.6), (label, 0.4), (steps, 0.4))],
+                        Settings())
+    assert "0.06C" in extractive_answer(question, ctx, Settings()).text
+
+
+def test_the_one_value_beside_a_stated_condition_answers_though_its_header_is_unnamed(documents):
+    # "15°℃≤T<20℃ |  | 0.14C | 95%": the Chinese question names no word of the header "Current, A", but it
+    # states the row's 95%: the other value is what is asked, its column named by that
+    steps = table_with(tables_of(documents["svolt_mineru2.7.6"]), "15°℃≤T<20℃")
+    cell = table_cell("SVOLT 196Ah电芯阶梯充电表中，电芯温度15℃≤T<20℃时，充到95% SOC那一段的充电电流是多少？",
+                      steps.content)
+    assert (cell.value, cell.header, cell.written) == ("0.14C", "Current, A", True) and cell.column_score > 0
