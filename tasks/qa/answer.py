@@ -37,8 +37,9 @@ from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, QAResult, Question
 from schemas.settings import Settings
 from tasks.index.views import document_name
 from tasks.qa.context import ASKS_CONTENTS, COVER_CHUNKS, Context, row_labels
-from tasks.qa.extract import (answers_what_is_asked, focus, form_lines, labelled_rows, negated_terms, scope_only_terms,
-                              scope_parts, shortest_clause, table_cell, terms, without_scope)
+from tasks.qa.extract import (COUNT_WORDS, ORDINAL_WORDS, LAST, answers_what_is_asked, focus, form_lines,
+                              labelled_rows, negated_terms, ordinal_number, scope_only_terms, scope_parts,
+                              shortest_clause, table_cell, terms, without_scope)
 from tasks.qa.filters import file_lists
 from tasks.common.text import bigram_hit_rate, bigrams, clean_text, tokenize
 from tasks.qa.gloss import chinese_numeral, english_glosses, gloss_terms, translatable
@@ -214,34 +215,24 @@ _LIST_ITEM = re.compile(r"^\s*[（(][一二三四五六七八九十0-9]+[)）]")
 _NUMBERED_ITEM = re.compile(r"^\s*(?:[（(][一二三四五六七八九十0-9]+[)）]|[0-9]{1,2}[.．、](?![0-9]))")
 _OPENS_LIST = re.compile(r"^(.*[:：])\s*[（(][一二三四五六七八九十1]+[)）]")
 # the question asks for a list's n-th item ("第三个条件", "the second requirement"; not "第十五条", an article)
-_COUNT_WORDS = "first second third fourth fifth sixth seventh eighth ninth tenth".split()
-_ORDINAL_WORDS = "|".join([*_COUNT_WORDS, "last"])
 _ASKED_ORDINAL = re.compile(r"第([一二三四五六七八九十]|[0-9]{1,2})(?:个|项|点|种|步|段|条件)|(最后)一?(?:个|项|点|种|步|段|条)"
-                            rf"|\b({_ORDINAL_WORDS})\b(?!\s+(?:quarter|half)\b)|\b(?:item|point|step)\s+([0-9]{{1,2}})\b",
+                            rf"|\b({ORDINAL_WORDS})\b(?!\s+(?:quarter|half)\b)|\b(?:item|point|step)\s+([0-9]{{1,2}})\b",
                             re.IGNORECASE)
-_ENGLISH_ORDINAL = re.compile(rf"\b(?:{_ORDINAL_WORDS})\b", re.IGNORECASE)
+_ENGLISH_ORDINAL = re.compile(rf"\b(?:{ORDINAL_WORDS})\b", re.IGNORECASE)
 # an item's number: "（二）", or "2." / "2、" opening it or following its list's "…包括：" (not "2.1.6")
 _ITEM_NUMBER = re.compile(r"[（(]([一二三四五六七八九十]|[0-9]{1,2})[)）]|(?:^|[:：]\s*)([0-9]{1,2})[.．、](?![0-9])")
-LAST = -1  # the ordinal of "the last item", "最后一项"
-_ORDINALS = {w: i for i, w in enumerate("一二三四五六七八九十", 1)} | \
-    {w: i for i, w in enumerate(_COUNT_WORDS, 1)} | \
-    {"last": LAST, "最后": LAST}
-
-
-def _ordinal(text: str) -> int | None:
-    return _ORDINALS.get(text.lower()) or (int(text) if text.isdigit() else None)
 
 
 def asked_ordinal(question: str) -> int | None:
     """The number of the list item a question asks for (LAST for the last one), or None."""
     found = list(_ASKED_ORDINAL.finditer(question))
     # "the first step is defining a policy; what is the second?": the last one named is asked
-    return _ordinal(next(g for g in found[-1].groups() if g)) if found else None
+    return ordinal_number(next(g for g in found[-1].groups() if g)) if found else None
 
 
 # a sentence counting itself ("The second fundamental in securing data assets is …", "First, and most important,
 # is …"), behind the bullet glyph a PDF's text layer may have kept ("SM590000")
-_COUNTED = re.compile(rf"^\s*(?:SM[0-9]+\s+|[•·*–-]\s*)?(?:the\s+)?({'|'.join(_COUNT_WORDS)})\b", re.IGNORECASE)
+_COUNTED = re.compile(rf"^\s*(?:SM[0-9]+\s+|[•·*–-]\s*)?(?:the\s+)?({'|'.join(COUNT_WORDS)})\b", re.IGNORECASE)
 
 
 def item_number(unit: str) -> int | None:
@@ -249,9 +240,9 @@ def item_number(unit: str) -> int | None:
     fundamental is …" → 2), or None."""
     m = _ITEM_NUMBER.search(unit)
     if m:
-        return _ordinal(m.group(1) or m.group(2))
+        return ordinal_number(m.group(1) or m.group(2))
     m = _COUNTED.match(unit)
-    return _ordinal(m.group(1)) if m else None
+    return ordinal_number(m.group(1)) if m else None
 
 
 def unwrap_lines(text: str) -> str:

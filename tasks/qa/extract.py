@@ -548,6 +548,28 @@ def _unique_values(content: str) -> frozenset[str]:
                      if n == 1 and len(cell) >= QUOTED_VALUE_MIN_CHARS and not _NUMBER_CELL.match(cell))
 
 
+COUNT_WORDS = "first second third fourth fifth sixth seventh eighth ninth tenth".split()
+ORDINAL_WORDS = "|".join([*COUNT_WORDS, "last"])
+LAST = -1  # the ordinal of "the last item", "最后一项"
+_ORDINALS = {w: i for i, w in enumerate("一二三四五六七八九十", 1)} | \
+    {w: i for i, w in enumerate(COUNT_WORDS, 1)} | \
+    {"last": LAST, "最后": LAST}
+# the question asks a table's n-th row ("the third data row", "第二行数据", "最后一行"), not the row labelled n
+_ASKED_ROW = re.compile(rf"第([一二三四五六七八九十]|[0-9]{{1,2}})行|(最后)一行|\b({ORDINAL_WORDS})[\s-]+(?:data\s+)?row\b",
+                        re.IGNORECASE)
+
+
+def ordinal_number(text: str) -> int | None:
+    """"三", "third", "3" → 3; "last", "最后" → LAST."""
+    return _ORDINALS.get(text.lower()) or (int(text) if text.isdigit() else None)
+
+
+def asked_row(question: str) -> int | None:
+    """The number of the table row a question asks by its place (LAST for the last one), or None."""
+    found = _ASKED_ROW.search(question)
+    return ordinal_number(next(g for g in found.groups() if g)) if found else None
+
+
 _CAPITALIZED = re.compile(r"(?<![A-Za-z])[A-Z][a-z]+(?![A-Za-z])")  # "Many" of "在Places-LT上Many（头部类别）"
 
 
@@ -624,6 +646,8 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
     # a value the question writes out that no other row holds names its row ("负责工会经费使用监督审查工作的是
     # 哪个职位": 经审委员's duty): the row's label, or another column, is what is asked
     quotes = {cell for cell in _unique_values(content) if cell in asked}
+    place_asked = asked_row(question)
+    focused = terms(focus(question))
     for block_headers, data in _blocks(rows):
         # a block with a column saying the opposite of what is asked is the other table ("前10名无限售条件
         # 股东持股情况" for 有限售条件股份): none of its columns is named
@@ -635,9 +659,14 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
         if change:
             block_scores = _compared(block_headers, block_scores)
         headers, col_scores, group_of = block_headers, block_scores, None
-        for row, group in zip(data, _group_headers(data)):
+        groups = _group_headers(data)
+        places = sum(group is not row for row, group in zip(data, groups))
+        place = 0
+        for row, group in zip(data, groups):
             if group is row:
                 continue  # a row group's own header names its columns: it answers nothing
+            place += 1
+            at_place = place_asked is not None and place == (places if place_asked == LAST else place_asked)
             if group is not group_of:  # the group's header names the columns it fills, the block's the rest
                 group_of = group
                 headers = block_headers if group is None else \
@@ -674,6 +703,9 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
             quoted = [j for j in values if _plain(row[j]) in quotes]
             if quoted:
                 row_score = max(row_score, *(named(row[j], q) for j in quoted))
+            if at_place:  # the row asked by its place is named as by its label written out (`written`)
+                row_score = max(row_score, GROUP_TIE_WEIGHT)
+                name, shown = name or f"#{place}", shown.strip() or f"#{place}"
             if not name or not values or row_score <= 0:
                 continue
             # a value the question states is the row's condition, not its answer ("充到90% SOC那一段的
@@ -691,7 +723,7 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
             written = (len(_plain(name)) >= 2 and _writes(asked, _plain(name)) and bool(terms(name) - subject)) or \
                 (len(label_numbers) >= 2 and label_numbers <= asked_numbers and not _HAS_LETTERS.search(name)
                  and _RANGE_SIGN.search(name) is not None) \
-                or bool(quoted)
+                or bool(quoted) or at_place
             if written:
                 # the row of what is asked beats a row the question names as its setting ("财务费用项下的利息费用")
                 row_score += 1.0 + FOCUS_ROW_BONUS * (_plain(name) in asked_about)
@@ -707,8 +739,13 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
             row_columns = col_scores if not written else \
                 [0.0 if terms(h) and terms(h) <= terms(name) and _symbol(h.split()[-1]) not in symbols else score
                  for h, score in zip(headers, col_scores)]  # (the "Ta" of "TA29" is asked as 钽（Ta）)
+            # among columns named alike, the one what is asked names ("Series 5" of "（Series 4、Series 5、Series 8）
+            # 中，第二行数据的 Series 5 数值") breaks the tie
             scored = [((row_columns[j] if j < len(row_columns) else 0.0)
-                       + (PERCENT_BONUS if ratio and "%" in row[j] else 0.0), -j) for j in values]
+                       + (PERCENT_BONUS if ratio and "%" in row[j] else 0.0)
+                       + GROUP_TIE_WEIGHT * (j < len(row_columns) and row_columns[j] > 0 and bool(focused)
+                                             and terms(headers[j]) <= focused), -j)
+                      for j in values]
             # a question asking no number takes a named column of words over a named year's number
             # ("2025年1-3月管理费用增加的原因" → 变动原因, not 2025年1-3月)
             worded = [sj for sj in scored if sj[0] > 0 and not _NUMBER_CELL.match(row[-sj[1]])]

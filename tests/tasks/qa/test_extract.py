@@ -7,10 +7,10 @@ import pytest
 
 from schemas.chunk import CHART, TABLE, TEXT, Chunk
 from schemas.settings import Settings
-from tasks.qa.answer import LAST, asked_ordinal, extractive_answer, heading_asked, item_number, sentences, table_notes
+from tasks.qa.answer import asked_ordinal, extractive_answer, heading_asked, item_number, sentences, table_notes
 from tasks.qa.context import build_context
 from tasks.qa.extract import (_rows, _unshifted, answers_what_is_asked, cjk_numbers, document_scope, focus, form_lines,
-                              labelled_rows, scope_only_terms, shortest_clause, table_cell, terms)
+                              LAST, asked_row, labelled_rows, scope_only_terms, shortest_clause, table_cell, terms)
 from tasks.qa.types import Candidate
 from tests.test_golden import chunks_of
 
@@ -906,3 +906,21 @@ def test_the_one_value_beside_a_stated_condition_answers_though_its_header_is_un
     cell = table_cell("SVOLT 196Ah电芯阶梯充电表中，电芯温度15℃≤T<20℃时，充到95% SOC那一段的充电电流是多少？",
                       steps.content)
     assert (cell.value, cell.header, cell.written) == ("0.14C", "Current, A", True) and cell.column_score > 0
+
+
+def test_a_row_asked_by_its_place_is_named_as_by_its_label(documents):
+    # the MinerU DOCX demo's "Table with nested table": its rows are named by what they hold, so a question
+    # names the row by its place ("the first-row cell under Column B")
+    nested = table_with(tables_of(documents["mineru_docx_demo"]), "Simple cell upper left")
+    cell = table_cell('In the "Table with nested table" example, what does the first-row cell under Column B say?',
+                      nested.content)
+    assert (cell.value, cell.written) == ("Simple cell with bold and italic text", True)
+    assert asked_row("第二行数据的 Series 5 数值") == 2 and asked_row("最后一行（第四行）") == LAST
+    assert asked_row("the row numbered 3") is None and asked_row("第三季度的收入") is None
+    # a chart's data without category labels (a procurement contract's 图表 1): the place is the row's only name,
+    # and among the columns the question lists, the one it asks about ("Series 5 数值") is answered
+    chart = "图表 1\n | Series 4 | Series 5 | Series 8\n | 4.3 | 2.4 | 2\n | 2.5 | 4.4 | 2\n | 4.5 | 2.8 | 5"
+    cell = table_cell("“图表 1”（Series 4、Series 5、Series 8）中，第二行数据的 Series 5 数值是多少？", chart)
+    assert (cell.label, cell.header, cell.value) == ("#2", "Series 5", "4.4")
+    assert table_cell("In chart 1, what is the Series 8 value in the last data row?", chart).value == "5"
+    assert table_cell("图表 1 中 Series 5 的数值是多少？", chart) is None  # no row is named
