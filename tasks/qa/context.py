@@ -4,11 +4,12 @@
   chunk — the same source, chunk_index from 1 before to 8 after, and a section path equal to the
   seed's or *under* it ("三、… > （一）…" is under "三、…"; the seed matched sections exactly, so a
   parent heading never pulled its sub-sections). Read from DuckDB `chunks` (the record), a query
-  per batch of questions for each kind of neighbour; at most CONTEXT_EXPANSION_MAX_CHUNKS per question. Seeds: chunks with a
-  rerank score ≥ 0.3 (the seed's "expansion 2") or, on the rrf scale, the top ranked ones. Ours: a
-  question asking about a cover or the contents reads them in the best hit's document (its first
-  COVER_CHUNKS chunks; its index chunks or contents section), however far the hit is from them; and
-  the short line right before a table in the context, which may label the table's rows (`row_label`).
+  per batch of questions for each kind of neighbour; at most CONTEXT_EXPANSION_MAX_CHUNKS per
+  question. Seeds: chunks with a rerank score ≥ 0.3 (the seed's "expansion 2") or, on the rrf
+  scale, the top ranked ones. Ours: a question asking about a cover or the contents reads them in
+  the best hit's document (its first COVER_CHUNKS chunks; its index chunks or contents section),
+  however far the hit is from them; and the short line right before a table in the context, which
+  may label the table's rows (`row_label`).
 - `order_for_prompt` (seed 001 §7.1): on the rerank scale drop chunks under RERANK_CONTEXT_MIN_SCORE,
   except a table beside a passing chunk of its section (≥ min × 0.3) and figures (≥ min × 0.5).
 - `build_context` (seed 001 §7.2): group by (source, section), chunks in document order inside a
