@@ -166,6 +166,7 @@ FINANCE_TERMS: dict[str, tuple[str, ...]] = {
     "other operating activities": ("其他", "经营活动"),
     "other investing activities": ("其他", "投资活动"),
     "other financing activities": ("其他", "筹资活动"),
+    "other cash": ("其他", "现金"),  # "other cash received relating to investing activities": 收到其他与投资活动有关的现金
     "sale of goods": ("销售商品",),
     "rendering of services": ("提供劳务",),
     "goods purchased": ("购买商品",),

@@ -157,6 +157,8 @@ def test_statement_periods_and_other_activities_are_glossed():
     assert "期初" in gloss_terms("What was the balance at the beginning of the period?", vocabulary)
     assert {"支付", "其他", "投资", "活动", "有关"} <= set(gloss_terms("How much cash was paid relating to other investing "
                                                    "activities?", vocabulary))
+    # the other word order: "other cash … relating to investing activities" (收到其他与投资活动有关的现金)
+    assert "其他" in gloss_terms("How much other cash related to investing activities was received?", vocabulary)
 
 
 def test_a_four_word_period_and_a_line_item_joined_by_ji_are_glossed():
