@@ -342,6 +342,9 @@ def _blocks(rows: list[tuple[list[str], bool]]) -> list[tuple[list[str], list[li
 
 
 _YEAR = re.compile(r"^\s*(?:19|20)[0-9]{2}\s*[AEFH]?\s*$")
+_FORECAST_YEAR = re.compile(r"(?:19|20)[0-9]{2}\s*[EF](?![A-Za-z])")  # a broker's "2025E": estimated, not reported
+_ASKS_FORECAST = re.compile(r"forecast|expect|estimat|project|predict|outlook|预测|预计|预期|估计|展望"
+                            r"|(?:19|20)[0-9]{2}\s*[EF](?![A-Za-z])", re.IGNORECASE)
 
 
 def _data_row(row: list[str]) -> bool:
@@ -575,7 +578,8 @@ _CAPITALIZED = re.compile(r"(?<![A-Za-z])[A-Z][a-z]+(?![A-Za-z])")  # "Many" of 
 
 def _column_score(header: str, question_terms: set[str], question_numbers: set[str], asked: str = "",
                   meaning: bool = False, symbols: frozenset[str] = frozenset(),
-                  missing: frozenset[str] = frozenset(), capitalized: frozenset[str] = frozenset()) -> float:
+                  missing: frozenset[str] = frozenset(), capitalized: frozenset[str] = frozenset(),
+                  forecast: bool = True) -> float:
     """How well the question names a column: its terms, +2 when every number of the header is in
     the question (a year, "2025/3/31" for "2025年3月31日"), -1 when both name years and they differ
     (a header's other numbers, "20%SOC", are conditions, not a miss), +WRITTEN_COLUMN_BONUS when the
@@ -583,7 +587,8 @@ def _column_score(header: str, question_terms: set[str], question_numbers: set[s
     not "Series 7"); +1 for a description column when the question asks what something means
     (`meaning`: "what does the value GROUP mean" is answered by "Description", not "Data type"); +2
     for a header that is a symbol the question asks (`symbols`, `_symbols_asked`: "V" of "钒（V）"), or
-    OCR's misreading of one no header of the table is (`missing`: "Zx" for Zr). A header of stop words only
+    OCR's misreading of one no header of the table is (`missing`: "Zx" for Zr); 0 for a forecast year ("2025E")
+    unless the question asks a forecast (`forecast`). A header of stop words only
     ("Many", "Few" of a long-tail paper's tables) is named when the question capitalizes it (`capitalized`)."""
     score = named(header, question_terms) + (1.0 if meaning and _DESCRIPTION_HEADER.search(header) else 0.0)
     if not score and header.strip() in capitalized and not terms(header):
@@ -594,6 +599,8 @@ def _column_score(header: str, question_terms: set[str], question_numbers: set[s
     if leaf and (_symbol(leaf) in symbols or _misread_symbol(_symbol(leaf), missing)):
         score += 2.0  # "钒（V）", "vanadium": the symbol the question writes in brackets or names, which terms miss
     own = set() if len(leaf) == 1 and leaf.isdigit() else _numbers(_SYMBOL_DIGIT.sub("", header))  # OCR's "0": O
+    if not forecast and _FORECAST_YEAR.search(header):
+        return 0.0  # a forecast ("2025E") is no answer to a question asking what was ("at 31 March 2025")
     if own and question_numbers:
         if own <= question_numbers:
             score += 2.0
@@ -647,6 +654,7 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
     # 哪个职位": 经审委员's duty): the row's label, or another column, is what is asked
     quotes = {cell for cell in _unique_values(content) if cell in asked}
     place_asked = asked_row(question)
+    forecast = bool(_ASKS_FORECAST.search(question)) or not _years(q_numbers)  # no year asked: any column may be
     focused = terms(focus(question))
     for block_headers, data in _blocks(rows):
         # a block with a column saying the opposite of what is asked is the other table ("前10名无限售条件
@@ -654,7 +662,7 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
         other_table = any(_opposite(h, question) for h in block_headers)
         missing = symbols - {_symbol(h.split()[-1]) for h in block_headers if h.strip()}
         block_scores = [0.0 if other_table else
-                        _column_score(h, q | periods, q_numbers, asked, meaning, symbols, missing, capitalized)
+                        _column_score(h, q | periods, q_numbers, asked, meaning, symbols, missing, capitalized, forecast)
                         for h in block_headers]
         if change:
             block_scores = _compared(block_headers, block_scores)
@@ -673,7 +681,7 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
                     [g or (block_headers[j] if j < len(block_headers) else "") for j, g in enumerate(group)]
                 col_scores = block_scores if group is None else \
                     [0.0 if other_table else
-                     _column_score(h, q | periods, q_numbers, asked, meaning, symbols, missing, capitalized)
+                     _column_score(h, q | periods, q_numbers, asked, meaning, symbols, missing, capitalized, forecast)
                      for h in headers]
                 if change and group is not None:
                     col_scores = _compared(headers, col_scores)

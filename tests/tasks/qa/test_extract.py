@@ -924,3 +924,14 @@ def test_a_row_asked_by_its_place_is_named_as_by_its_label(documents):
     assert (cell.label, cell.header, cell.value) == ("#2", "Series 5", "4.4")
     assert table_cell("In chart 1, what is the Series 8 value in the last data row?", chart).value == "5"
     assert table_cell("图表 1 中 Series 5 的数值是多少？", chart) is None  # no row is named
+
+
+def test_a_forecast_column_answers_only_a_question_asking_a_forecast():
+    # a broker report's forecast table beside a quarterly report's balance sheet: "at 31 March 2025" asks what
+    # was reported, which no "2025E" column holds
+    forecast = "资产负债表（百万元） | 2023A | 2024E | 2025E\n流动资产合计 | 26,512 | 27,964 | 29,590"
+    asked = "What were the total current assets (流动资产合计) at 31 March 2025?"
+    cell = table_cell(asked, forecast)
+    assert cell.column_score == 0 and cell.header == ""
+    assert table_cell("What total current assets (流动资产合计) are forecast for 2025?", forecast).value == "29,590"
+    assert table_cell("2025E的流动资产合计是多少？", forecast).value == "29,590"
