@@ -36,7 +36,7 @@ from schemas.errors import LLMError
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, QAResult, Question
 from schemas.settings import Settings
 from tasks.index.views import document_name
-from tasks.qa.context import ASKS_CONTENTS, COVER_CHUNKS, Context, row_labels
+from tasks.qa.context import ASKS_CONTENTS, ASKS_DOCUMENT_TITLE, COVER_CHUNKS, Context, row_labels
 from tasks.qa.extract import (COUNT_WORDS, ORDINAL_WORDS, LAST, answers_what_is_asked, focus, form_lines,
                               labelled_rows, negated_terms, ordinal_number, scope_only_terms, scope_parts,
                               shortest_clause, table_cell, terms, without_scope)
@@ -343,6 +343,22 @@ def _notes(content: str) -> tuple[str, ...]:
 
 def _join(first: str, second: str) -> str:
     return f"{first}{'' if _CJK_CHAR.match(second) or second.startswith('（') else ' '}{second}"
+
+
+def _document_title(context: Context) -> tuple[str, str] | None:
+    """(the title, its chunk id) of the best hit's document, from its cover in the context: a first chunk that is one
+    short line under no heading ("Summer activities"), else the heading its first chunks are under ("Test
+    Document"); None when the context holds none of its first chunks."""
+    if not context.chunks:
+        return None
+    source = context.chunks[0].source
+    firsts = sorted((c for c in context.chunks if c.source == source and c.chunk.chunk_index < COVER_CHUNKS),
+                    key=lambda c: c.chunk.chunk_index)
+    for c in firsts:
+        line = c.chunk.content.strip()
+        if not c.chunk.section_path and line and "\n" not in line and len(line) <= TITLE_MAX_CHARS:
+            return line, c.chunk_id
+    return next(((c.chunk.section_path.split(" > ", 1)[0], c.chunk_id) for c in firsts if c.chunk.section_path), None)
 
 
 def _table_unit(question: str, chunk, subject: frozenset[str] = frozenset(), glosses: str = "", label: str = "",
@@ -753,8 +769,13 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     about the files; a question asking a numbered heading's title takes its line (`heading_asked`), one
     asking what a symbol stands for its symbol list's line (`defines_symbol`), one asking the n-th paragraph
     under a heading it writes out that heading's n-th line (`_heading_written`), one asking the contents a
-    contents entry (`_contents_entries`). The words naming the document are no evidence in a passage that
-    writes them out, unless they are its document's subject."""
+    contents entry (`_contents_entries`), one asking the document's own title the title its cover carries
+    (`_document_title`). The words naming the document are no evidence in a passage that writes them out,
+    unless they are its document's subject."""
+    if ASKS_DOCUMENT_TITLE.search(question):
+        title = _document_title(context)
+        if title is not None:
+            return Answer(f"{title[0]}[ref:{title[1]}]", EXTRACTIVE, [title[1]])
     glossed = _glossed(question, context) if settings.retrieval.gloss_enabled and context.chunks else question
     english = translatable(question)
     # the ordinal asked ("listed second") says which item, not what it says ("Second sub-item at this level")

@@ -6,10 +6,10 @@
   parent heading never pulled its sub-sections). Read from DuckDB `chunks` (the record), a query
   per batch of questions for each kind of neighbour; at most CONTEXT_EXPANSION_MAX_CHUNKS per
   question. Seeds: chunks with a rerank score ≥ 0.3 (the seed's "expansion 2") or, on the rrf
-  scale, the top ranked ones. Ours: a question asking about a cover or the contents reads them in
-  the best hit's document (its first COVER_CHUNKS chunks; its index chunks or contents section),
-  however far the hit is from them; and the short line right before a table in the context, which
-  may label the table's rows (`row_label`).
+  scale, the top ranked ones. Ours: a question asking about a cover (or the document's own title,
+  which the cover carries) or the contents reads them in the best hit's document (its first
+  COVER_CHUNKS chunks; its index chunks or contents section), however far the hit is from them; and
+  the short line right before a table in the context, which may label the table's rows (`row_label`).
 - `order_for_prompt` (seed 001 §7.1): on the rerank scale drop chunks under RERANK_CONTEXT_MIN_SCORE,
   except a table beside a passing chunk of its section (≥ min × 0.3) and figures (≥ min × 0.5).
 - `build_context` (seed 001 §7.2): group by (source, section), chunks in document order inside a
@@ -54,7 +54,9 @@ class Context:
 ROW_LABEL_MAX_CHARS = 20  # a line this short, alone right before a table, may label its rows ("0°C≤T<5°C")
 COVER_CHUNKS = 3  # a document's first chunks with no heading above them are its cover
 CONTENTS_CHUNKS = 4  # a document's contents read for a question about them
-_ASKS_COVER = re.compile(r"\bcover\b|\btitle page\b|封面|扉页", re.IGNORECASE)
+# a question asking the document's own title ("the overall title of the … Word sample", "文档最上方的标题"): its cover's
+ASKS_DOCUMENT_TITLE = re.compile(r"\b(?:overall|top[- ]level|main)\s+title\b|最上方的?(?:总)?标题|总标题", re.IGNORECASE)
+_ASKS_COVER = re.compile(rf"\bcover\b|\btitle page\b|封面|扉页|{ASKS_DOCUMENT_TITLE.pattern}", re.IGNORECASE)
 ASKS_CONTENTS = re.compile(r"\bcontents\b|\bTOC\b|目录|目次", re.IGNORECASE)
 
 

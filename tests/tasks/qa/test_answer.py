@@ -14,7 +14,7 @@ from tasks.qa.answer import (CELL_BONUS, CONFIDENCE_LOW, CONFIDENCE_MID, LAST, N
                           _enumerates, _heading_written, _line_at, _subject_terms, _table_unit, build_messages,
                           confidence, confidence_instruction, cosine_floor, evidence_units, extractive_answer,
                           grade_evidence, sentences, validate_citations)
-from tasks.qa.context import Context, build_context
+from tasks.qa.context import ASKS_DOCUMENT_TITLE, Context, build_context
 from tasks.qa.extract import document_scope, negated_terms, terms
 from tasks.common.llm import ChatClient
 from tasks.qa.types import Candidate, Retrieval
@@ -654,3 +654,25 @@ def test_a_word_naming_a_document_is_the_document_holding_it_most_and_an_article
     assert "宪法" in subjects["constitution.pdf"] and "宪法" not in subjects["civil_code.pdf"]
     assert not terms("第四十九条") & subjects["constitution.pdf"]
     assert "赡养扶助父母" in extractive_answer(question, ctx, S).text
+
+
+def test_a_question_asking_the_documents_own_title_is_answered_by_its_cover():
+    # word_sample.docx: a first line under no heading is its title; a Word heading 1 the sections are under is
+    # another document's (unit_test_headers_numbered.docx: "Test Document")
+    title = _chunk("word_sample.docx_0", "Summer activities", "text")
+    lake = _chunk("word_sample.docx_1", "Swimming in the lake\nDuck", "text", section_path="Swimming in the lake")
+    eat = _chunk("word_sample.docx_4", "Let’s eat\nAfter we had a good day of swimming in the lake, it’s important "
+                 "to eat something nice", "text", section_path="Swimming in the lake > Let’s eat")
+    ctx = build_context([Candidate(c.chunk_id, s, chunk=c) for c, s in ((eat, 0.8), (lake, 0.8), (title, 0.8))], S)
+    question = "What is the overall title of the duck-themed Word sample document about swimming in the lake?"
+    assert extractive_answer(question, ctx, S).text == "Summer activities[ref:word_sample.docx_0]"
+    assert extractive_answer("那份鸭子Word示例文档最上方的标题是什么？", ctx, S).citations == ["word_sample.docx_0"]
+    headed = [_chunk("unit_test.docx_1", "1 Section 1\nParagraph 1.1\nParagraph 1.2", "text",
+                     section_path="Test Document > 1 Section 1")]
+    ctx = build_context([Candidate(c.chunk_id, 0.7, chunk=c) for c in headed], S)
+    assert extractive_answer("What is the top-level title of the unit test document?", ctx, S).text == \
+        "Test Document[ref:unit_test.docx_1]"
+    # a section's title, a chapter's, is no document's
+    assert not any(ASKS_DOCUMENT_TITLE.search(q) for q in ("What is the title of section 1 of the unit test document?",
+                                                           "What is the title of the first section heading?",
+                                                           "目录中第3.6节的标题是什么？"))

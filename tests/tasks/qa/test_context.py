@@ -84,6 +84,9 @@ def test_a_question_asking_the_cover_reads_the_first_chunks_of_the_best_hits_doc
     assert [(c.chunk_id, c.expanded_from, c.score) for c in extra[:3]] == [
         ("guide.docx_0", "guide.docx_6", 0.9), ("guide.docx_1", "guide.docx_6", 0.9),
         ("guide.docx_2", "guide.docx_6", 0.9)]
+    # nor does one asking the document's own title, which its cover carries
+    (extra,) = expand_batch(warehouse, "kb", [replace(retrieval(records, hits), question="文档最上方的总标题是什么？")], s)
+    assert [c.chunk_id for c in extra[:3]] == ["guide.docx_0", "guide.docx_1", "guide.docx_2"]
     # a question not about the cover reads no cover; "recovery" is not "cover"
     for question in ("四的正文是什么？", "What is the capacity recovery?"):
         (extra,) = expand_batch(warehouse, "kb", [replace(retrieval(records, hits), question=question)], s)
