@@ -5,6 +5,7 @@ are read): a missing warehouse raises FileNotFoundError.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -149,6 +150,51 @@ def section_neighbours(db_path: Path, kb: str, seeds: Sequence[SectionSeed], *, 
     chunks = from_table(rows.drop_columns(["qi", "seed_id"]), Chunk)
     return [Neighbour(qi, seed_id, chunk)
             for qi, seed_id, chunk in zip(rows.column("qi").to_pylist(), rows.column("seed_id").to_pylist(), chunks)]
+
+
+@dataclass(frozen=True)
+class HeadingAsk:
+    """A heading a question writes out ("标题“2 Section 2”下的第一段"), looked for in one source of its hits."""
+
+    question: int  # index of the question in its batch
+    seed_id: str  # the hit whose source is searched
+    source: str
+    heading: str  # as `heading_key` writes it
+
+
+def heading_key(heading: str) -> str:
+    """A heading as compared: lower case, no white space, a typographic apostrophe as "'"."""
+    return re.sub(r"\s+", "", heading.lower()).replace("’", "'")
+
+
+def headed_chunks(db_path: Path, kb: str, asks: Sequence[HeadingAsk], n: int) -> list[Neighbour]:
+    """Per ask, the first `n` chunks of its source whose own section (the last heading of their section path)
+    is the heading asked, in document order; one query."""
+    if not asks:
+        return []
+    cols = ", ".join(f"c.{name}" for name in CANDIDATE_COLUMNS)
+    own = "lower(list_last(string_split(c.section_path, ' > ')))"
+    sql = f"""
+        WITH asks AS (
+            SELECT unnest(?::BIGINT[]) AS qi, unnest(?::VARCHAR[]) AS seed_id, unnest(?::VARCHAR[]) AS source,
+                   unnest(?::VARCHAR[]) AS heading)
+        SELECT a.qi, a.seed_id, {cols}
+        FROM asks a JOIN chunks c ON c.kb = ? AND c.source = a.source
+         AND replace(regexp_replace({own}, '\\s+', '', 'g'), '’', chr(39)) = a.heading
+        ORDER BY a.qi, c.source, c.chunk_index"""
+    params = [[a.question for a in asks], [a.seed_id for a in asks], [a.source for a in asks],
+              [a.heading for a in asks], kb]
+    with db.connect(db_path, read_only=True) as con:
+        rows = con.sql(sql, params=params).to_arrow_table()
+    chunks = from_table(rows.drop_columns(["qi", "seed_id"]), Chunk)
+    taken: dict[tuple[int, str], int] = {}
+    out = []
+    for qi, seed_id, chunk in zip(rows.column("qi").to_pylist(), rows.column("seed_id").to_pylist(), chunks):
+        key = (qi, chunk.source)
+        if taken.get(key, 0) < n:
+            taken[key] = taken.get(key, 0) + 1
+            out.append(Neighbour(qi, seed_id, chunk))
+    return out
 
 
 def chunk_quality(db_path: Path, kb: str | None = None) -> tuple[list[str], list[tuple]]:

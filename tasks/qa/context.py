@@ -8,8 +8,10 @@
   question. Seeds: chunks with a rerank score ≥ 0.3 (the seed's "expansion 2") or, on the rrf
   scale, the top ranked ones. Ours: a question asking about a cover (or the document's own title,
   which the cover carries) or the contents reads them in the best hit's document (its first
-  COVER_CHUNKS chunks; its index chunks or contents section), however far the hit is from them; and
-  the short line right before a table in the context, which may label the table's rows (`row_label`).
+  COVER_CHUNKS chunks; its index chunks or contents section), however far the hit is from them; a
+  heading the question quotes is read in the seeds' documents (its first HEADED_CHUNKS chunks,
+  admitted as kept chunks are); and the short line right before a table in the context, which may
+  label the table's rows (`row_label`).
 - `order_for_prompt` (seed 001 §7.1): on the rerank scale drop chunks under RERANK_CONTEXT_MIN_SCORE,
   except a table beside a passing chunk of its section (≥ min × 0.3) and figures (≥ min × 0.5).
 - `build_context` (seed 001 §7.2): group by (source, section), chunks in document order inside a
@@ -51,6 +53,9 @@ class Context:
         return len(self.text)
 
 
+HEADED_CHUNKS = 2  # a quoted heading's first chunks read
+# a quoted name ("标题“2 Section 2”下", "under the heading '2.2 Section 2.1'", 'Let's swim!' with its apostrophe)
+_QUOTED = re.compile(r"“([^”]{2,60})”|\"([^\"]{2,60})\"|「([^」]{2,60})」|(?<![\w'’])'(.{2,60}?)'(?!\w)")
 ROW_LABEL_MAX_CHARS = 20  # a line this short, alone right before a table, may label its rows ("0°C≤T<5°C")
 COVER_CHUNKS = 3  # a document's first chunks with no heading above them are its cover
 CONTENTS_CHUNKS = 4  # a document's contents read for a question about them
@@ -70,7 +75,8 @@ def expansion_seeds(retrieval: Retrieval, settings: Settings) -> list[Candidate]
 def expand_batch(db_path: Path, kb: str, retrievals: Sequence[Retrieval], settings: Settings) -> list[list[Candidate]]:
     """Per retrieval, its seeds' section-prefix neighbours not already ranked (each once), nearest
     first, capped; a neighbour carries its seed's score and `expanded_from`."""
-    from warehouse.chunks import CONTENTS, COVER, Neighbour, SectionSeed, front_matter, section_neighbours
+    from warehouse.chunks import (CONTENTS, COVER, HeadingAsk, Neighbour, SectionSeed, front_matter, headed_chunks,
+                                  heading_key, section_neighbours)
 
     out: list[list[Candidate]] = [[] for _ in retrievals]
     if not settings.retrieval.context_expansion_enabled or not retrievals:
@@ -89,13 +95,23 @@ def expand_batch(db_path: Path, kb: str, retrievals: Sequence[Retrieval], settin
         found = front_matter(db_path, kb, [c.chunk.source for c in firsts.values()], part, n)
         neighbours = [Neighbour(qi, seed.chunk_id, chunk) for qi, seed in firsts.items()
                       for chunk in found.get(seed.chunk.source, [])] + neighbours
-    for n in neighbours:
+    # a heading the question quotes ("标题“2 Section 2”下的第一段文字") is read in the seeds' documents, however far
+    # the seeds are from it
+    asks = {}
+    for qi, _, c in seeds:
+        for heading in quoted(retrievals[qi].question):
+            asks.setdefault((qi, c.chunk.source, heading_key(heading)), c.chunk_id)
+    headed = headed_chunks(db_path, kb, [HeadingAsk(qi, seed_id, source, heading)
+                                         for (qi, source, heading), seed_id in asks.items()], HEADED_CHUNKS)
+    named = {(n.question, n.chunk.chunk_id) for n in headed}
+    for n in headed + neighbours:
         qi, seed_id, chunk = n.question, n.seed_id, n.chunk
         if chunk.chunk_id in taken[qi] or len(out[qi]) >= settings.retrieval.context_expansion_max_chunks:
             continue
         taken[qi].add(chunk.chunk_id)
         seed = seed_of[(qi, seed_id)]
-        out[qi].append(Candidate(chunk.chunk_id, score=seed.score, expanded_from=seed_id, chunk=chunk))
+        out[qi].append(Candidate(chunk.chunk_id, score=seed.score, expanded_from=seed_id, chunk=chunk,
+                                 asked=(qi, chunk.chunk_id) in named))
     # the short line right before a table in the context may label its rows (`row_labels`): it joins the table
     tables = {(qi, c.chunk_id): c for qi, r in enumerate(retrievals) for c in [*r.ranked[:r.kept], *out[qi]]
               if c.chunk is not None and c.chunk.chunk_type == TABLE}
@@ -109,6 +125,11 @@ def expand_batch(db_path: Path, kb: str, retrievals: Sequence[Retrieval], settin
             out[n.question].append(Candidate(n.chunk.chunk_id, score=table.score, expanded_from=n.seed_id,
                                              chunk=n.chunk))
     return out
+
+
+def quoted(question: str) -> list[str]:
+    """The names a question quotes."""
+    return [next(g for g in m.groups() if g) for m in _QUOTED.finditer(question)]
 
 
 def row_label(text: str) -> str:
@@ -156,7 +177,7 @@ KEPT, RESCUED, EXPANDED = range(3)
 
 
 def _tier(c: Candidate) -> int:
-    return EXPANDED if c.expanded_from else RESCUED if c.rescued else KEPT
+    return KEPT if c.asked else EXPANDED if c.expanded_from else RESCUED if c.rescued else KEPT
 
 
 def build_context(cands: Sequence[Candidate], settings: Settings) -> Context:

@@ -25,6 +25,7 @@ class Candidate:
     rerank: float | None = None
     rescued: str = ""  # why a rescue brought it back
     expanded_from: str = ""  # the seed chunk whose section-prefix neighbour this is
+    asked: bool = False  # a neighbour the question names (a heading it quotes): admitted as a kept chunk is
     chunk: Chunk | None = None  # the DuckDB record
 
     @property

@@ -236,3 +236,41 @@ def test_the_line_labelling_a_tables_rows_joins_the_table_in_the_context(tmp_pat
     # in the budget it rides with its table: kept when no text chunk may be added any more
     ctx = build_context([*asked.ranked, *extra], s.replace(max_context_chunks=1))
     assert ctx.chunk_ids == ["svolt.pdf_0", "svolt.pdf_1", "svolt.pdf_2"]
+
+
+def test_a_heading_the_question_quotes_is_read_in_the_hits_documents(tmp_path):
+    # unit_test_headers_numbered.docx: "标题“2 Section 2”下的第二段" asks a section no hit is in
+    parts = [("Test Document", "heading", "Test Document"),
+             ("Test Document > 1 Section 1", "text", "1 Section 1\nParagraph 1.1\nParagraph 1.2"),
+             ("Test Document > 2 Section 2", "text", "2 Section 2\nParagraph 2.1\nParagraph 2.2"),
+             ("Test Document > 2 Section 2 > 2.2 Section 2.1", "text", "2.2 Section 2.1\nParagraph 2.1.1"),
+             ("Test Document > Let’s eat", "text", "Let’s eat\nLeaves, berries, grain")]
+    chunks = [Chunk(content=text, chunk_type=kind, section_path=section, source="unit.docx", kb="kb", doc_md5="u",
+                    chunk_index=i, chunk_id=f"unit.docx_{i}") for i, (section, kind, text) in enumerate(parts)]
+    chunks.append(Chunk(content="2 Section 2\nAnother document's section.", chunk_type="text", source="other.docx",
+                        section_path="2 Section 2", kb="kb", doc_md5="o", chunk_index=0, chunk_id="other.docx_0"))
+    path = tmp_path / "kbflow.duckdb"
+    with db.connect(path) as con:
+        con.register("rows", to_table(chunks, Chunk))
+        con.execute("INSERT INTO chunks BY NAME SELECT * FROM rows")
+    records = fetch_chunks(path, "kb", ["unit.docx_3", "other.docx_0"])
+    s = Settings(home=tmp_path).replace(context_expansion_before=0, context_expansion_after=0)
+    asked = Retrieval("在单元测试文档中，标题“2 Section 2”下的第二段文字是什么？", "hybrid", RRF,
+                      [Candidate("unit.docx_3", score=1.0, chunk=records["unit.docx_3"]),
+                       Candidate("other.docx_0", score=0.9, rescued="bm25", chunk=records["other.docx_0"])],
+                      1, None, ["q"])
+    (extra,) = expand_batch(path, "kb", [asked], s)
+    # its own section's chunk, not the one under it nor another document's (only hits are seeds)
+    assert [(c.chunk_id, c.expanded_from, c.asked) for c in extra] == [("unit.docx_2", "unit.docx_3", True)]
+    # asked for, it is admitted as a kept chunk is, before a rescued one, which the budget then leaves out;
+    # a plain neighbour comes after the rescued chunk and is left out instead
+    alone = [build_context([c], s).chars + 2 for c in (asked.ranked[0], extra[0])]
+    tight = s.replace(context_max_chars=sum(alone))
+    assert build_context([*asked.ranked, *extra], tight).chunk_ids == ["unit.docx_3", "unit.docx_2"]
+    plain = replace(extra[0], asked=False)
+    assert build_context([*asked.ranked, plain], tight).chunk_ids == ["unit.docx_3", "other.docx_0"]
+    # quoted with a straight apostrophe, the heading is the document's typographic one; "Let's" opens no quote
+    eat = replace(asked, question="What is listed under the heading 'Let's eat' in the unit test document?")
+    assert [c.chunk_id for c in expand_batch(path, "kb", [eat], s)[0]] == ["unit.docx_4"]
+    unquoted = replace(asked, question="在单元测试文档中，第二节下的第二段文字是什么？")
+    assert expand_batch(path, "kb", [unquoted], s) == [[]]
