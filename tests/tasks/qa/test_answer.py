@@ -534,6 +534,10 @@ def test_the_words_naming_the_document_are_its_scope():
     assert document_scope("In the CC-SAM paper's CIFAR-LT table, what does MiSLAS reach?") == "CC-SAM paper"
     assert document_scope("How many training images does ImageNet-LT have?") == ""
     assert document_scope("我国公民年满多少周岁才有选举权和被选举权？") == ""
+    # "这份X…": to its first word for a document, not the fact asked ("一式四份")
+    assert document_scope("这份政府采购合同要求合同双方加盖什么章？") == "政府采购合同"
+    assert document_scope("这份政府采购合同一式四份，除甲方、乙方外，还有一份给谁？") == "政府采购合同"
+    assert document_scope("这份合同的总价是多少？") == "合同"
 
 
 def test_a_cell_whose_row_the_question_writes_out_gets_a_bonus_as_a_named_column_does():
