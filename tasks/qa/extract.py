@@ -88,7 +88,9 @@ GROUP_TIE_WEIGHT = 0.01  # per term a row's label shares with the question: a ti
 FOCUS_ROW_BONUS = 0.5  # a row whose label the question writes out as what it asks about
 CONDITION_BONUS = 1.0  # a row holding a number the question states as its condition ("充到90% SOC")
 LABEL_CONDITION_SHARE = 0.5  # of it, when the number is its label's too ("20%" in the row of "15℃≤T<20℃")
-CONDITIONED_COLUMN_SCORE = 0.5  # a row's one value beside the one the question states: its column is asked
+# a column the question names by implication: the one value of a row beside the value it states, or every value of
+# a row it writes out in a table whose header is on the page before
+IMPLIED_COLUMN_SCORE = 0.5
 TARGET_BONUS = 0.25  # a condition the question goes to ("充到55%", "up to 55%") over one it starts from
 _TARGET = re.compile(r"(?:到|至|\bup to|\bto|\buntil|\bending at)\s*([0-9]+(?:\.[0-9]+)?)", re.IGNORECASE)
 PERCENT_BONUS = 0.5  # a cell in % when the question asks a ratio, as a column named by a term or two
@@ -760,7 +762,7 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
             score, j = max(worded if wants_words and worded else scored)
             j = -j
             if conditioned and len(values) == 1:
-                score = max(score, CONDITIONED_COLUMN_SCORE)  # the value beside the one stated is what is asked
+                score = max(score, IMPLIED_COLUMN_SCORE)  # the value beside the one stated is what is asked
             if len(row) < len(headers) and (j >= key or named(headers[j], asked_terms) <= 0):
                 # MinerU merged some of this row's cells ("TA10 | Ti-0.3Mo-0.8Ni | 余量 | 0.6~0.9 | 0.2~0.4 |
                 # …" under 21 element columns): past the label's own cells, which header a value is under
@@ -772,7 +774,10 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
             else:
                 every = "；".join(f"{headers[j]}: {row[j]}" if j < len(headers) and headers[j] else row[j]
                                  for j in values)
-                cell = Cell(shown, "", every, row_score, 0.0, written)
+                # a table whose header was left on the page before names no column: a row written out answers
+                # with all its values as a named cell does ("夏佐全 — 境内自然人；2.72%；…；61,976,705；…")
+                unheaded = written and not any(h.strip() for h in headers)
+                cell = Cell(shown, "", every, row_score, IMPLIED_COLUMN_SCORE if unheaded else 0.0, written)
             if own <= 0 and score <= 0:
                 continue  # only the document's name names the row ("CC-SAM" of "In the CC-SAM paper"), no column
             total = row_score + 0.8 * max(score, 0.0)

@@ -935,3 +935,11 @@ def test_a_forecast_column_answers_only_a_question_asking_a_forecast():
     assert cell.column_score == 0 and cell.header == ""
     assert table_cell("What total current assets (流动资产合计) are forecast for 2025?", forecast).value == "29,590"
     assert table_cell("2025E的流动资产合计是多少？", forecast).value == "29,590"
+
+
+def test_a_row_written_out_in_a_table_without_its_header_answers_with_all_its_values(tables):
+    # BYD's top-10 shareholders: the table's header is on page 3 (an image), its rows go on on page 4 without it
+    shareholders = table_with(tables["byd_2025q1_quarterly_report"], "夏佐全 |")
+    cell = table_cell("比亚迪2025年一季报前10名股东持股情况表中，夏佐全持有的有限售条件股份数量是多少股？",
+                      shareholders.content)
+    assert cell.label == "夏佐全" and "61,976,705" in cell.value and cell.written and cell.column_score > 0
