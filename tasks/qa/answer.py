@@ -90,6 +90,7 @@ FOCUS_WEIGHT = 2.0  # a question term naming what is asked (tasks.qa.extract.foc
 LABEL_BONUS = 0.2  # a sentence giving what is asked about as "label: value"
 GLOSSARY_MAX_CHARS = 40  # a glossary line's meaning ("SSCs 构筑物、系统和设备"): a phrase, no sentence
 CELL_BONUS = 0.1  # a table cell whose column the question names; as much again when it writes the row out
+PREMISE_NEW_WORDS = 0  # a best sentence saying no more words than these beside the question's is its premise
 SECOND_UNIT_RATIO = 0.5  # a unit holding the asked number is added if it scores >= this x the best
 GRIDS = (TABLE, CHART)  # chunks whose content is " | " rows: a table, a chart's data
 ORDINAL_BONUS = 0.2  # a list item whose number the question asks for ("第三个条件", "the second requirement")
@@ -756,7 +757,8 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     they are discounted / skipped. The words naming the document the question asks about
     (`_subject_terms`) are held by each of its units. When the question asks a number or a date the
     quoted units lack, the best unit holding one is added (if it scores ≥ SECOND_UNIT_RATIO of the
-    best); a best line opening a list (ending ":") is quoted with the best item of its list. An English question
+    best); a best line opening a list (ending ":") is quoted with the best item of its list, and a best sentence
+    the question restates (no word beside the question's) with the sentence after it. An English question
     reads a Chinese chunk by the Chinese its words translate to, a Chinese question an English chunk by the
     English (`_glossed`, at GLOSS_WEIGHT); a question asking a list's
     n-th item ("the seventh", "the last", numbered "(二)" or "2.", its list's opening line read with
@@ -957,6 +959,14 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
                 holding = (after.text[:MAX_SENTENCE_CHARS], after.chunk_id)
         if holding is not None:
             picked.append(holding)
+    best = scored[0][-1]
+    if len(picked) == 1 and best + 1 < len(units) and units[best].sentence \
+            and len(words(units[best].text) - words(glossed)) <= PREMISE_NEW_WORDS:
+        # the best sentence is the question's own premise ("设立居住权的，应当向登记机构申请居住权登记。" of "设立居住权应当
+        # 向登记机构申请居住权登记，居住权自什么时候设立？"): what it asks follows it
+        after = units[best + 1]
+        if after.sentence and after.order == units[best].order:
+            picked.append((after.text[:MAX_SENTENCE_CHARS], after.chunk_id))
     text = "".join(f"{s}[ref:{cid}]" for s, cid in picked)
     return Answer(text, EXTRACTIVE, list(dict.fromkeys(cid for _, cid in picked)))
 

@@ -680,3 +680,17 @@ def test_a_question_asking_the_documents_own_title_is_answered_by_its_cover():
     assert not any(ASKS_DOCUMENT_TITLE.search(q) for q in ("What is the title of section 1 of the unit test document?",
                                                            "What is the title of the first section heading?",
                                                            "目录中第3.6节的标题是什么？"))
+
+
+def test_a_best_sentence_the_question_restates_is_quoted_with_the_sentence_after_it():
+    # the Civil Code's article 368: the question builds on its second sentence and asks what the third says
+    article = _chunk("civil.pdf_83", "第三百六十八条 居住权无偿设立，但是当事人另有约定的除外。设立居住权的，应当向登记机构申请"
+                     "居住权登记。居住权自登记时设立。", "text")
+    ctx = _context((article, 0.9))
+    answer = extractive_answer("民法典规定，设立居住权应当向登记机构申请居住权登记，居住权自什么时候设立？", ctx, S)
+    assert answer.text.endswith("居住权自登记时设立。[ref:civil.pdf_83]")
+    # a best sentence saying more than the question is its answer alone
+    terms_ = _chunk("constitution.pdf_36", "第八十七条 总理、副总理、国务委员连续任职不得超过两届。第八十八条 总理领导国务院的工作。",
+                    "text")
+    answer = extractive_answer("宪法规定总理连续任职不得超过几届？", _context((terms_, 0.9)), S)
+    assert "两届" in answer.text and "第八十八条" not in answer.text
