@@ -10,8 +10,8 @@
   which the cover carries) or the contents reads them in the best hit's document (its first
   COVER_CHUNKS chunks; its index chunks or contents section), however far the hit is from them; a
   heading the question quotes is read in the seeds' documents (its first HEADED_CHUNKS chunks,
-  admitted as kept chunks are); and the short line right before a table in the context, which may
-  label the table's rows (`row_label`).
+  admitted as kept chunks are, past the soft limit too, ranked or not); and the short line right
+  before a table in the context, which may label the table's rows (`row_label`).
 - `order_for_prompt` (seed 001 §7.1): on the rerank scale drop chunks under RERANK_CONTEXT_MIN_SCORE,
   except a table beside a passing chunk of its section (≥ min × 0.3) and figures (≥ min × 0.5).
 - `build_context` (seed 001 §7.2): group by (source, section), chunks in document order inside a
@@ -106,12 +106,13 @@ def expand_batch(db_path: Path, kb: str, retrievals: Sequence[Retrieval], settin
     named = {(n.question, n.chunk.chunk_id) for n in headed}
     for n in headed + neighbours:
         qi, seed_id, chunk = n.question, n.seed_id, n.chunk
-        if chunk.chunk_id in taken[qi] or len(out[qi]) >= settings.retrieval.context_expansion_max_chunks:
+        asked = (qi, chunk.chunk_id) in named  # (a ranked chunk too: `contexts_for` admits it as asked)
+        if (chunk.chunk_id in taken[qi] and not asked) or any(c.chunk_id == chunk.chunk_id for c in out[qi]) \
+                or len(out[qi]) >= settings.retrieval.context_expansion_max_chunks:
             continue
         taken[qi].add(chunk.chunk_id)
         seed = seed_of[(qi, seed_id)]
-        out[qi].append(Candidate(chunk.chunk_id, score=seed.score, expanded_from=seed_id, chunk=chunk,
-                                 asked=(qi, chunk.chunk_id) in named))
+        out[qi].append(Candidate(chunk.chunk_id, score=seed.score, expanded_from=seed_id, chunk=chunk, asked=asked))
     # the short line right before a table in the context may label its rows (`row_labels`): it joins the table
     tables = {(qi, c.chunk_id): c for qi, r in enumerate(retrievals) for c in [*r.ranked[:r.kept], *out[qi]]
               if c.chunk is not None and c.chunk.chunk_type == TABLE}
@@ -200,7 +201,8 @@ def build_context(cands: Sequence[Candidate], settings: Settings) -> Context:
     for tier in (KEPT, RESCUED, EXPANDED):
         for key, members in order:
             group_score = max(c.score for _, c in members)
-            if used >= r.context_soft_limit and group_score < r.context_soft_admit_ratio * best:
+            if used >= r.context_soft_limit and group_score < r.context_soft_admit_ratio * best \
+                    and not any(c.asked for _, c in members):
                 continue
             header_cost = 0 if key in picked else len(_header(*key)) + 2
             budget = r.context_max_chars - used - header_cost
@@ -234,7 +236,12 @@ def contexts_for(retrievals: Sequence[Retrieval], expansions: Sequence[Sequence[
     """Ranked chunks (+ their expansions) → min-score order → budget, per question."""
     out = []
     for r, extra in zip(retrievals, expansions):
-        cands = order_for_prompt(list(r.ranked) + [replace(c) for c in extra], r.score_scale, settings)
+        # a ranked chunk the question asks for by a heading it quotes is admitted as asked, with its own score
+        asked = {c.chunk_id for c in extra if c.asked}
+        ranked = [replace(c, asked=True) if c.chunk_id in asked else c for c in r.ranked]
+        held = {c.chunk_id for c in ranked}
+        cands = order_for_prompt(ranked + [replace(c) for c in extra if c.chunk_id not in held], r.score_scale,
+                                 settings)
         # a list of the corpus's files (a SOURCES.md) tells nothing of what they say: a question not about
         # the files gives it none of the budget, which a passage ranked below it needs
         listed = {c.chunk_id for c in file_lists(r.question, cands)}

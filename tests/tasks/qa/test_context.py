@@ -269,6 +269,13 @@ def test_a_heading_the_question_quotes_is_read_in_the_hits_documents(tmp_path):
     assert build_context([*asked.ranked, *extra], tight).chunk_ids == ["unit.docx_3", "unit.docx_2"]
     plain = replace(extra[0], asked=False)
     assert build_context([*asked.ranked, plain], tight).chunk_ids == ["unit.docx_3", "other.docx_0"]
+    # ranked low, it is admitted as asked too, with its own score, and once
+    low = fetch_chunks(path, "kb", ["unit.docx_2"])["unit.docx_2"]
+    ranked_low = replace(asked, ranked=[*asked.ranked, Candidate("unit.docx_2", score=0.1, rescued="bm25", chunk=low)])
+    (extra,) = expand_batch(path, "kb", [ranked_low], s)
+    assert [(c.chunk_id, c.asked) for c in extra] == [("unit.docx_2", True)]
+    (ctx,) = contexts_for([ranked_low], [extra], tight.replace(context_soft_limit=1))
+    assert ctx.chunk_ids == ["unit.docx_3", "unit.docx_2"] and ctx.chunks[1].score == 0.1 and ctx.chunks[1].asked
     # quoted with a straight apostrophe, the heading is the document's typographic one; "Let's" opens no quote
     eat = replace(asked, question="What is listed under the heading 'Let's eat' in the unit test document?")
     assert [c.chunk_id for c in expand_batch(path, "kb", [eat], s)[0]] == ["unit.docx_4"]
