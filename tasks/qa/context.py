@@ -33,6 +33,7 @@ from pathlib import Path
 from schemas.chunk import CHART, IMAGE, TABLE, TEXT
 from schemas.qa import RERANK
 from schemas.settings import Settings
+from tasks.qa.extract import values_only
 from tasks.qa.filters import file_lists
 from tasks.qa.types import Candidate, Retrieval, evidence_text
 
@@ -115,7 +116,7 @@ def expand_batch(db_path: Path, kb: str, retrievals: Sequence[Retrieval], settin
         out[qi].append(Candidate(chunk.chunk_id, score=seed.score, expanded_from=seed_id, chunk=chunk, asked=asked))
     # the short line right before a table in the context may label its rows (`row_labels`): it joins the table
     tables = {(qi, c.chunk_id): c for qi, r in enumerate(retrievals) for c in [*r.ranked[:r.kept], *out[qi]]
-              if c.chunk is not None and c.chunk.chunk_type == TABLE}
+              if c.chunk is not None and c.chunk.chunk_type == TABLE and values_only(c.chunk.content)}
     labels = section_neighbours(db_path, kb, [
         SectionSeed(qi, 0, c.chunk_id, c.chunk.source, c.chunk.section_path, c.chunk.chunk_index)
         for (qi, _), c in tables.items()], before=1, after=0)

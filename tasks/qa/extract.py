@@ -282,12 +282,17 @@ def form_lines(content: str) -> tuple[str, ...] | None:
     return tuple(out)
 
 
-def labelled_rows(content: str, label: str) -> str:
-    """A table whose rows hold values only ("0.40C | 10%" under "电流，A | SOC"), with the line the document
-    writes right before it as each row's label ("0°C≤T<5°C": one step-charge table per temperature, MinerU
-    reading the temperature as a line of its own); any other table unchanged."""
+def values_only(content: str) -> bool:
+    """Whether a table's rows under its header hold values only, no label ("0.40C | 10%" under "电流，A | SOC")."""
     rows = [cells for cells, _ in _rows(content)]
-    if not label or len(rows) < 2 or " | " in label or not all(_NUMBER_CELL.match(r[0]) for r in rows[1:]):
+    return len(rows) >= 2 and all(_NUMBER_CELL.match(r[0]) for r in rows[1:])
+
+
+def labelled_rows(content: str, label: str) -> str:
+    """A table whose rows hold values only (`values_only`), with the line the document writes right before it
+    as each row's label ("0°C≤T<5°C": one step-charge table per temperature, MinerU reading the temperature
+    as a line of its own); any other table unchanged."""
+    if not label or " | " in label or not values_only(content):
         return content
     return "\n".join(f"{label} | {line}" if " | " in line else line for line in content.splitlines())
 
