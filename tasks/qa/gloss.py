@@ -225,7 +225,11 @@ def _in_vocabulary(term: str, vocabulary: Collection[str], whole: bool = True) -
     negated = {i for i, ch in enumerate(term) if ch == "非" and i + 1 in covered}
     if negated and len(covered | negated) == len(term):
         return [term, *held]
-    return held if len(covered) == len(term) or not whole else []
+    if len(covered) == len(term):
+        # the term itself too, which no index holds: its bigrams across its words ("动负" of 流动负债) tell its row from
+        # one holding its words apart ("流动资产合计", 资产 glossed from "balance sheet")
+        return [term, *held] if len(held) > 1 else held
+    return held if not whole else []
 
 
 def _starts(text: str, word: str) -> list[int]:

@@ -694,3 +694,13 @@ def test_a_best_sentence_the_question_restates_is_quoted_with_the_sentence_after
                     "text")
     answer = extractive_answer("宪法规定总理连续任职不得超过几届？", _context((terms_, 0.9)), S)
     assert "两届" in answer.text and "第八十八条" not in answer.text
+
+
+def test_a_line_item_glossed_whole_names_its_row_over_one_holding_its_words_apart():
+    # the broker report's forecast balance sheet: "balance sheet" glosses to 资产负债表, whose 资产 the current-assets
+    # row holds beside 流动 and 合计; the current-liabilities row holds 流动负债 as "current liabilities" glosses it
+    sheet = _chunk("broker.pdf_24", "资产负债表（百万元） | 2022 | 2023\n流动资产合计 | 24563 | 27013\n"
+                   "流动负债合计 | 14186 | 15622\n负债合计 | 14562 | 16008")
+    ctx = _context((sheet, 0.8))
+    answer = extractive_answer("What total current liabilities does the forecast balance sheet show for 2022?", ctx, S)
+    assert answer.text == "流动负债合计 — 2022: 14186[ref:broker.pdf_24]"

@@ -145,6 +145,8 @@ def test_accounting_words_cc_cedict_lacks_are_glossed_as_the_statements_line_ite
     # a line item the index holds only as its words is glossed as them, when they cover it all
     assert "每股收益" not in vocabulary
     assert {"每股", "收益"} <= set(gloss_terms("What earnings per share is forecast?", vocabulary))
+    # and as itself, whose bigram across its words ("股收") no row holding the words apart has
+    assert "每股收益" in gloss_terms("What earnings per share is forecast?", vocabulary)
     assert gloss_terms("What is the dividend yield?", vocabulary) == []
     # the income statement's "以摊余成本计量的金融资产终止确认收益"
     statement = set(tokenize("以摊余成本计量的金融资产终止确认收益 将重分类进损益的其他综合收益"))
