@@ -37,7 +37,7 @@ from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, QAResult, Question
 from schemas.settings import Settings
 from tasks.index.views import document_name
 from tasks.qa.context import ASKS_CONTENTS, ASKS_DOCUMENT_TITLE, COVER_CHUNKS, Context, row_labels
-from tasks.qa.extract import (COUNT_WORDS, ORDINAL_WORDS, LAST, answers_what_is_asked, focus, form_lines,
+from tasks.qa.extract import (COUNT_WORDS, LAST, ORDINAL_WORDS, answers_what_is_asked, focus, form_lines,
                               labelled_rows, negated_terms, ordinal_number, scope_only_terms, scope_parts,
                               shortest_clause, table_cell, terms, without_scope)
 from tasks.qa.filters import file_lists
@@ -217,8 +217,8 @@ _NUMBERED_ITEM = re.compile(r"^\s*(?:[（(][一二三四五六七八九十0-9]+[
 _OPENS_LIST = re.compile(r"^(.*[:：])\s*[（(][一二三四五六七八九十1]+[)）]")
 # the question asks for a list's n-th item ("第三个条件", "the second requirement"; not "第十五条", an article)
 _ASKED_ORDINAL = re.compile(r"第([一二三四五六七八九十]|[0-9]{1,2})(?:个|项|点|种|步|段|条件)|(最后)一?(?:个|项|点|种|步|段|条)"
-                            rf"|\b({ORDINAL_WORDS})\b(?!\s+(?:quarter|half)\b)|\b(?:item|point|step)\s+([0-9]{{1,2}})\b",
-                            re.IGNORECASE)
+                            rf"|\b({ORDINAL_WORDS})\b(?!\s+(?:quarter|half)\b)"
+                            r"|\b(?:item|point|step)\s+([0-9]{1,2})\b", re.IGNORECASE)
 _ENGLISH_ORDINAL = re.compile(rf"\b(?:{ORDINAL_WORDS})\b", re.IGNORECASE)
 # an item's number: "（二）", or "2." / "2、" opening it or following its list's "…包括：" (not "2.1.6")
 _ITEM_NUMBER = re.compile(r"[（(]([一二三四五六七八九十]|[0-9]{1,2})[)）]|(?:^|[:：]\s*)([0-9]{1,2})[.．、](?![0-9])")

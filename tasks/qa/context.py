@@ -76,8 +76,7 @@ def expansion_seeds(retrieval: Retrieval, settings: Settings) -> list[Candidate]
 def expand_batch(db_path: Path, kb: str, retrievals: Sequence[Retrieval], settings: Settings) -> list[list[Candidate]]:
     """Per retrieval, its seeds' section-prefix neighbours not already ranked (each once), nearest
     first, capped; a neighbour carries its seed's score and `expanded_from`."""
-    from warehouse.chunks import (CONTENTS, COVER, HeadingAsk, Neighbour, SectionSeed, front_matter, headed_chunks,
-                                  heading_key, section_neighbours)
+    from warehouse.chunks import CONTENTS, COVER, Neighbour, SectionSeed, front_matter, section_neighbours
 
     out: list[list[Candidate]] = [[] for _ in retrievals]
     if not settings.retrieval.context_expansion_enabled or not retrievals:
@@ -96,25 +95,43 @@ def expand_batch(db_path: Path, kb: str, retrievals: Sequence[Retrieval], settin
         found = front_matter(db_path, kb, [c.chunk.source for c in firsts.values()], part, n)
         neighbours = [Neighbour(qi, seed.chunk_id, chunk) for qi, seed in firsts.items()
                       for chunk in found.get(seed.chunk.source, [])] + neighbours
-    # a heading the question quotes ("标题“2 Section 2”下的第一段文字") is read in the seeds' documents, however far
-    # the seeds are from it
-    asks = {}
-    for qi, _, c in seeds:
-        for heading in quoted(retrievals[qi].question):
-            asks.setdefault((qi, c.chunk.source, heading_key(heading)), c.chunk_id)
-    headed = headed_chunks(db_path, kb, [HeadingAsk(qi, seed_id, source, heading)
-                                         for (qi, source, heading), seed_id in asks.items()], HEADED_CHUNKS)
+    headed = _quoted_headings(db_path, kb, retrievals, seeds)
     named = {(n.question, n.chunk.chunk_id) for n in headed}
+    added: list[set[str]] = [set() for _ in retrievals]
     for n in headed + neighbours:
         qi, seed_id, chunk = n.question, n.seed_id, n.chunk
         asked = (qi, chunk.chunk_id) in named  # (a ranked chunk too: `contexts_for` admits it as asked)
-        if (chunk.chunk_id in taken[qi] and not asked) or any(c.chunk_id == chunk.chunk_id for c in out[qi]) \
+        if chunk.chunk_id in added[qi] or (chunk.chunk_id in taken[qi] and not asked) \
                 or len(out[qi]) >= settings.retrieval.context_expansion_max_chunks:
             continue
-        taken[qi].add(chunk.chunk_id)
-        seed = seed_of[(qi, seed_id)]
-        out[qi].append(Candidate(chunk.chunk_id, score=seed.score, expanded_from=seed_id, chunk=chunk, asked=asked))
-    # the short line right before a table in the context may label its rows (`row_labels`): it joins the table
+        added[qi].add(chunk.chunk_id)
+        out[qi].append(Candidate(chunk.chunk_id, score=seed_of[(qi, seed_id)].score, expanded_from=seed_id,
+                                 chunk=chunk, asked=asked))
+    _add_table_labels(db_path, kb, retrievals, out, [t | a for t, a in zip(taken, added)])
+    return out
+
+
+def _quoted_headings(db_path: Path, kb: str, retrievals: Sequence[Retrieval],
+                     seeds: Sequence[tuple[int, int, Candidate]]) -> list:
+    """The first HEADED_CHUNKS chunks under each heading a question quotes ("标题“2 Section 2”下的第一段文字"), in its
+    seeds' documents, however far the seeds are from it (`warehouse.chunks.Neighbour`s of the first seed of
+    each document)."""
+    from warehouse.chunks import HeadingAsk, headed_chunks, heading_key
+
+    asks: dict[tuple[int, str, str], str] = {}
+    for qi, _, c in seeds:
+        for heading in quoted(retrievals[qi].question):
+            asks.setdefault((qi, c.chunk.source, heading_key(heading)), c.chunk_id)
+    return headed_chunks(db_path, kb, [HeadingAsk(qi, seed_id, source, heading)
+                                       for (qi, source, heading), seed_id in asks.items()], HEADED_CHUNKS)
+
+
+def _add_table_labels(db_path: Path, kb: str, retrievals: Sequence[Retrieval], out: list[list[Candidate]],
+                      taken: list[set[str]]) -> None:
+    """Add to `out` the short line right before each table of values only in a question's context, which may
+    label the table's rows (`row_label`), with the table's score: it joins the table, ranked or expanded."""
+    from warehouse.chunks import SectionSeed, section_neighbours
+
     tables = {(qi, c.chunk_id): c for qi, r in enumerate(retrievals) for c in [*r.ranked[:r.kept], *out[qi]]
               if c.chunk is not None and c.chunk.chunk_type == TABLE and values_only(c.chunk.content)}
     labels = section_neighbours(db_path, kb, [
@@ -123,10 +140,8 @@ def expand_batch(db_path: Path, kb: str, retrievals: Sequence[Retrieval], settin
     for n in labels:
         if n.chunk.chunk_id not in taken[n.question] and n.chunk.chunk_type == TEXT and row_label(n.chunk.content):
             taken[n.question].add(n.chunk.chunk_id)
-            table = tables[(n.question, n.seed_id)]
-            out[n.question].append(Candidate(n.chunk.chunk_id, score=table.score, expanded_from=n.seed_id,
-                                             chunk=n.chunk))
-    return out
+            out[n.question].append(Candidate(n.chunk.chunk_id, score=tables[(n.question, n.seed_id)].score,
+                                             expanded_from=n.seed_id, chunk=n.chunk))
 
 
 def quoted(question: str) -> list[str]:

@@ -597,6 +597,8 @@ def _column_score(header: str, question_terms: set[str], question_numbers: set[s
     OCR's misreading of one no header of the table is (`missing`: "Zx" for Zr); 0 for a forecast year ("2025E")
     unless the question asks a forecast (`forecast`). A header of stop words only
     ("Many", "Few" of a long-tail paper's tables) is named when the question capitalizes it (`capitalized`)."""
+    if not forecast and _FORECAST_YEAR.search(header):
+        return 0.0  # a forecast ("2025E") is no answer to a question asking what was ("at 31 March 2025")
     score = named(header, question_terms) + (1.0 if meaning and _DESCRIPTION_HEADER.search(header) else 0.0)
     if not score and header.strip() in capitalized and not terms(header):
         score = 1.0
@@ -606,8 +608,6 @@ def _column_score(header: str, question_terms: set[str], question_numbers: set[s
     if leaf and (_symbol(leaf) in symbols or _misread_symbol(_symbol(leaf), missing)):
         score += 2.0  # "钒（V）", "vanadium": the symbol the question writes in brackets or names, which terms miss
     own = set() if len(leaf) == 1 and leaf.isdigit() else _numbers(_SYMBOL_DIGIT.sub("", header))  # OCR's "0": O
-    if not forecast and _FORECAST_YEAR.search(header):
-        return 0.0  # a forecast ("2025E") is no answer to a question asking what was ("at 31 March 2025")
     if own and question_numbers:
         if own <= question_numbers:
             score += 2.0
@@ -668,9 +668,12 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
         # 股东持股情况" for 有限售条件股份): none of its columns is named
         other_table = any(_opposite(h, question) for h in block_headers)
         missing = symbols - {_symbol(h.split()[-1]) for h in block_headers if h.strip()}
-        block_scores = [0.0 if other_table else
-                        _column_score(h, q | periods, q_numbers, asked, meaning, symbols, missing, capitalized, forecast)
-                        for h in block_headers]
+
+        def column_scores(headers: list[str]) -> list[float]:
+            return [0.0 if other_table else _column_score(h, q | periods, q_numbers, asked, meaning, symbols, missing,
+                                                          capitalized, forecast) for h in headers]
+
+        block_scores = column_scores(block_headers)
         if change:
             block_scores = _compared(block_headers, block_scores)
         headers, col_scores, group_of = block_headers, block_scores, None
@@ -686,10 +689,7 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
                 group_of = group
                 headers = block_headers if group is None else \
                     [g or (block_headers[j] if j < len(block_headers) else "") for j, g in enumerate(group)]
-                col_scores = block_scores if group is None else \
-                    [0.0 if other_table else
-                     _column_score(h, q | periods, q_numbers, asked, meaning, symbols, missing, capitalized, forecast)
-                     for h in headers]
+                col_scores = block_scores if group is None else column_scores(headers)
                 if change and group is not None:
                     col_scores = _compared(headers, col_scores)
             # the label: the first cell, or the second after a "No." column ("1.1.1 | 电芯容量 | …"),

@@ -213,8 +213,8 @@ def chinese_numeral(n: int) -> str:
 
 def _in_vocabulary(term: str, vocabulary: Collection[str], whole: bool = True) -> list[str]:
     """`term` when the vocabulary holds it, else its words when the vocabulary holds words covering
-    all of it ("每股收益" is indexed as 每股 and 收益) or, not `whole`, any of them ("第七百一十八条"
-    as 第七, 十八条), else none."""
+    all of it ("每股收益" is indexed as 每股 and 收益: 每股收益, 每股, 收益) or, not `whole`, any of them
+    ("第七百一十八条" as 第七, 十八条), else none."""
     if term in vocabulary:
         return [term]
     held = [w for w in dict.fromkeys(tokenize(term)) if len(w) >= MIN_HEADWORD_CHARS and w in vocabulary]

@@ -3,6 +3,7 @@ with the table/figure protections, and the character budget grouped by source + 
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -28,6 +29,15 @@ DOC = [  # (section_path, chunk_type, content)
 ]
 
 
+def _land(tmp_path, chunks) -> Path:
+    """A warehouse under tmp_path holding these chunks."""
+    path = tmp_path / "kbflow.duckdb"
+    with db.connect(path) as con:
+        con.register("rows", to_table(chunks, Chunk))
+        con.execute("INSERT INTO chunks BY NAME SELECT * FROM rows")
+    return path
+
+
 @pytest.fixture
 def warehouse(tmp_path):
     chunks = [Chunk(content=text, chunk_type=kind, section_path=section, source="guide.docx", kb="kb", doc_md5="m",
@@ -35,11 +45,7 @@ def warehouse(tmp_path):
               for i, (section, kind, text) in enumerate(DOC)]
     chunks.append(Chunk(content="另一份文件。", chunk_type="text", section_path=PARENT, source="other.docx", kb="kb",
                         doc_md5="o", chunk_index=3, chunk_id="other.docx_3"))
-    path = tmp_path / "kbflow.duckdb"
-    with db.connect(path) as con:
-        con.register("rows", to_table(chunks, Chunk))
-        con.execute("INSERT INTO chunks BY NAME SELECT * FROM rows")
-    return path
+    return _land(tmp_path, chunks)
 
 
 def retrieval(records, ids_scores, scale=RRF, kept=None) -> Retrieval:
@@ -101,10 +107,7 @@ def test_a_question_asking_the_contents_reads_the_best_hits_documents_contents(t
              ("Chapter 3 > 3.5", "text", "A SELECT statement returns the rows a row permission lets the user see.")]
     chunks = [Chunk(content=text, chunk_type=kind, section_path=section, source="redp.md", kb="kb", doc_md5="r",
                     chunk_index=i, chunk_id=f"redp.md_{i}") for i, (section, kind, text) in enumerate(parts)]
-    path = tmp_path / "kbflow.duckdb"
-    with db.connect(path) as con:
-        con.register("rows", to_table(chunks, Chunk))
-        con.execute("INSERT INTO chunks BY NAME SELECT * FROM rows")
+    path = _land(tmp_path, chunks)
     records = fetch_chunks(path, "kb", ["redp.md_4"])
     asked = Retrieval("In the table of contents, what is the title of section 3.5?", "hybrid", RRF,
                       [Candidate("redp.md_4", score=0.8, chunk=records["redp.md_4"])], 1, None, ["q"])
@@ -221,10 +224,7 @@ def test_the_line_labelling_a_tables_rows_joins_the_table_in_the_context(tmp_pat
              ("table", "电流，ACurrent, A | SOC\n0.60C | 20%\n0.40C | 50%"), ("text", "第 7 页 共 20 页")]
     chunks = [Chunk(content=text, chunk_type=kind, section_path="1.3.1 阶梯充电", source="svolt.pdf", kb="kb",
                     doc_md5="s", chunk_index=i, chunk_id=f"svolt.pdf_{i}") for i, (kind, text) in enumerate(parts)]
-    path = tmp_path / "kbflow.duckdb"
-    with db.connect(path) as con:
-        con.register("rows", to_table(chunks, Chunk))
-        con.execute("INSERT INTO chunks BY NAME SELECT * FROM rows")
+    path = _land(tmp_path, chunks)
     records = fetch_chunks(path, "kb", ["svolt.pdf_0", "svolt.pdf_2"])
     # the table is kept but is no seed (one seed only): the line before it still joins, with the table's score
     s = Settings(home=tmp_path).replace(context_expansion_max_seeds=1, context_expansion_after=0)
@@ -249,10 +249,7 @@ def test_a_heading_the_question_quotes_is_read_in_the_hits_documents(tmp_path):
                     chunk_index=i, chunk_id=f"unit.docx_{i}") for i, (section, kind, text) in enumerate(parts)]
     chunks.append(Chunk(content="2 Section 2\nAnother document's section.", chunk_type="text", source="other.docx",
                         section_path="2 Section 2", kb="kb", doc_md5="o", chunk_index=0, chunk_id="other.docx_0"))
-    path = tmp_path / "kbflow.duckdb"
-    with db.connect(path) as con:
-        con.register("rows", to_table(chunks, Chunk))
-        con.execute("INSERT INTO chunks BY NAME SELECT * FROM rows")
+    path = _land(tmp_path, chunks)
     records = fetch_chunks(path, "kb", ["unit.docx_3", "other.docx_0"])
     s = Settings(home=tmp_path).replace(context_expansion_before=0, context_expansion_after=0)
     asked = Retrieval("在单元测试文档中，标题“2 Section 2”下的第二段文字是什么？", "hybrid", RRF,
