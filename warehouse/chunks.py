@@ -181,20 +181,15 @@ def headed_chunks(db_path: Path, kb: str, asks: Sequence[HeadingAsk], n: int) ->
         SELECT a.qi, a.seed_id, {cols}
         FROM asks a JOIN chunks c ON c.kb = ? AND c.source = a.source
          AND replace(regexp_replace({own}, '\\s+', '', 'g'), '’', chr(39)) = a.heading
+        QUALIFY row_number() OVER (PARTITION BY a.qi, c.source ORDER BY c.chunk_index) <= ?
         ORDER BY a.qi, c.source, c.chunk_index"""
     params = [[a.question for a in asks], [a.seed_id for a in asks], [a.source for a in asks],
-              [a.heading for a in asks], kb]
+              [a.heading for a in asks], kb, n]
     with db.connect(db_path, read_only=True) as con:
         rows = con.sql(sql, params=params).to_arrow_table()
     chunks = from_table(rows.drop_columns(["qi", "seed_id"]), Chunk)
-    taken: dict[tuple[int, str], int] = {}
-    out = []
-    for qi, seed_id, chunk in zip(rows.column("qi").to_pylist(), rows.column("seed_id").to_pylist(), chunks):
-        key = (qi, chunk.source)
-        if taken.get(key, 0) < n:
-            taken[key] = taken.get(key, 0) + 1
-            out.append(Neighbour(qi, seed_id, chunk))
-    return out
+    return [Neighbour(qi, seed_id, chunk)
+            for qi, seed_id, chunk in zip(rows.column("qi").to_pylist(), rows.column("seed_id").to_pylist(), chunks)]
 
 
 def chunk_quality(db_path: Path, kb: str | None = None) -> tuple[list[str], list[tuple]]:

@@ -387,7 +387,7 @@ def _table_unit(question: str, chunk, subject: frozenset[str] = frozenset(), glo
 # `SUBJECT_SHARE`, 0.3 +7, 0.45 +2)
 NAMING_SHARE = 0.2
 SUBJECT_SHARE = 0.6  # of a document's prose: what a question's words are about (`_document_terms`)
-_ASKS_DOCUMENT_TITLE = re.compile(r"\btitle\b|标题|题目|书名|名称", re.IGNORECASE)
+_ASKS_ANY_TITLE = re.compile(r"\btitle\b|标题|题目|书名|名称", re.IGNORECASE)  # a cover then answers, names nothing
 TITLE_SHARE = 0.8  # a heading or first line holding this share of the words is the document's own title
 TITLE_MAX_CHARS = 40  # a first line this short is a heading; a longer one is a sentence (that may cite a title)
 
@@ -414,7 +414,7 @@ def _subject_terms(question: str, context: Context, translated: frozenset[str] |
     translated = _scope_glosses(question, found, context) if translated is None else translated
     held: dict[str, list[frozenset[str]]] = {}
     titles: dict[str, frozenset[str]] = {}
-    asks_title = bool(_ASKS_DOCUMENT_TITLE.search(question))
+    asks_title = bool(_ASKS_ANY_TITLE.search(question))
     for c in context.chunks:
         # one of the first chunks, before the first heading, is the cover: it is where the document
         # names itself (and what a question asking the title printed on it asks for)

@@ -29,6 +29,12 @@ DOC = [  # (section_path, chunk_type, content)
 ]
 
 
+def _document(source: str, parts) -> list[Chunk]:
+    """The chunks of one document, in order, from its (section_path, chunk_type, content) parts."""
+    return [Chunk(content=text, chunk_type=kind, section_path=section, source=source, kb="kb", doc_md5=source,
+                  chunk_index=i, chunk_id=f"{source}_{i}") for i, (section, kind, text) in enumerate(parts)]
+
+
 def _land(tmp_path, chunks) -> Path:
     """A warehouse under tmp_path holding these chunks."""
     path = tmp_path / "kbflow.duckdb"
@@ -105,9 +111,7 @@ def test_a_question_asking_the_contents_reads_the_best_hits_documents_contents(t
              ("Contents", "table", "Chapter 4. Implementing RCAC . . . . . . . | 41"),
              ("Chapter 3", "text", "3.5 SELECT, INSERT, and UPDATE behavior with RCAC"),
              ("Chapter 3 > 3.5", "text", "A SELECT statement returns the rows a row permission lets the user see.")]
-    chunks = [Chunk(content=text, chunk_type=kind, section_path=section, source="redp.md", kb="kb", doc_md5="r",
-                    chunk_index=i, chunk_id=f"redp.md_{i}") for i, (section, kind, text) in enumerate(parts)]
-    path = _land(tmp_path, chunks)
+    path = _land(tmp_path, _document("redp.md", parts))
     records = fetch_chunks(path, "kb", ["redp.md_4"])
     asked = Retrieval("In the table of contents, what is the title of section 3.5?", "hybrid", RRF,
                       [Candidate("redp.md_4", score=0.8, chunk=records["redp.md_4"])], 1, None, ["q"])
@@ -222,9 +226,7 @@ def test_the_line_labelling_a_tables_rows_joins_the_table_in_the_context(tmp_pat
     # the SVOLT step-charge tables: "5 ℃≤T<10 ℃" is a line of its own before a table of values only
     parts = [("text", "阶梯充电 Step Charge：按电芯温度分段充电，各段电流如下。"), ("text", "5 ℃≤T<10 ℃"),
              ("table", "电流，ACurrent, A | SOC\n0.60C | 20%\n0.40C | 50%"), ("text", "第 7 页 共 20 页")]
-    chunks = [Chunk(content=text, chunk_type=kind, section_path="1.3.1 阶梯充电", source="svolt.pdf", kb="kb",
-                    doc_md5="s", chunk_index=i, chunk_id=f"svolt.pdf_{i}") for i, (kind, text) in enumerate(parts)]
-    path = _land(tmp_path, chunks)
+    path = _land(tmp_path, _document("svolt.pdf", [("1.3.1 阶梯充电", kind, text) for kind, text in parts]))
     records = fetch_chunks(path, "kb", ["svolt.pdf_0", "svolt.pdf_2"])
     # the table is kept but is no seed (one seed only): the line before it still joins, with the table's score
     s = Settings(home=tmp_path).replace(context_expansion_max_seeds=1, context_expansion_after=0)
@@ -245,11 +247,8 @@ def test_a_heading_the_question_quotes_is_read_in_the_hits_documents(tmp_path):
              ("Test Document > 2 Section 2", "text", "2 Section 2\nParagraph 2.1\nParagraph 2.2"),
              ("Test Document > 2 Section 2 > 2.2 Section 2.1", "text", "2.2 Section 2.1\nParagraph 2.1.1"),
              ("Test Document > Let’s eat", "text", "Let’s eat\nLeaves, berries, grain")]
-    chunks = [Chunk(content=text, chunk_type=kind, section_path=section, source="unit.docx", kb="kb", doc_md5="u",
-                    chunk_index=i, chunk_id=f"unit.docx_{i}") for i, (section, kind, text) in enumerate(parts)]
-    chunks.append(Chunk(content="2 Section 2\nAnother document's section.", chunk_type="text", source="other.docx",
-                        section_path="2 Section 2", kb="kb", doc_md5="o", chunk_index=0, chunk_id="other.docx_0"))
-    path = _land(tmp_path, chunks)
+    path = _land(tmp_path, _document("unit.docx", parts)
+                 + _document("other.docx", [("2 Section 2", "text", "2 Section 2\nAnother document's section.")]))
     records = fetch_chunks(path, "kb", ["unit.docx_3", "other.docx_0"])
     s = Settings(home=tmp_path).replace(context_expansion_before=0, context_expansion_after=0)
     asked = Retrieval("在单元测试文档中，标题“2 Section 2”下的第二段文字是什么？", "hybrid", RRF,
