@@ -32,8 +32,10 @@ MIN_HEADWORD_CHARS = 2  # a lone character ("内", "后") matches everywhere and
 MAX_CJK_SHARE = 0.3  # a question with more Chinese than this is read by BM25 as it is
 _JOINERS = frozenset("及和与之的")  # characters joining a line item's words that BM25 indexes no term for
 _ENTRY = re.compile(r"^\S+ (\S+) \[[^\]]*\] /(.*)/$")
+_SENSES = re.compile(r"[/;]")
 _SENSE_NOISE = re.compile(r"\([^)]*\)|\b(?:sth|sb|etc)\b\.?")
 _WORD = re.compile(r"[a-z]+")
+_ARTICLES = frozenset(("the", "a", "an"))
 _PARTICLES = frozenset("up out off down over away apart back".split())  # of a phrasal verb's sense
 _POSSESSIVE = re.compile(r"['’]s\b")  # "National People's Congress" is looked up as "national people congress"
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -57,7 +59,7 @@ def _cedict() -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]:
             if m is None or len(m.group(1)) < MIN_HEADWORD_CHARS:
                 continue
             head = m.group(1)
-            for sense in m.group(2).split("/"):
+            for sense in _SENSES.split(m.group(2)):  # "to renounce; to abandon; to give up": three senses
                 sense = sense.strip().lower()
                 if not sense or sense.startswith(_POINTER):
                     continue
@@ -133,6 +135,8 @@ def gloss_terms(question: str, vocabulary: Collection[str]) -> list[str]:
                 continue
             if n == 1 and len(words[i]) < 3 or all(w in STOP_WORDS or w in _ASKING for w in words[i:i + n]):
                 continue  # "according to" (根据) names the source, not what the answer says
+            if n > 1 and words[i] in _ARTICLES:
+                continue  # "the same" (同一) would take "same" from "same period" (上年同期)
             found: set[str] = set()
             finance: list[str] = []
             for last in _forms(words[i + n - 1]):

@@ -59,6 +59,21 @@ def test_an_agent_noun_is_glossed_by_its_verb_when_the_corpus_lacks_its_own_glos
     assert gloss_terms("What number is printed?", {"号码", "数字", "麻木"}) == ["号码", "数字"]
 
 
+def test_each_sense_cc_cedict_separates_by_a_semicolon_is_glossed():
+    # prc_civil_code.pdf, Article 1145: 放弃 is "to renounce; to abandon; to give up", one slash-sense of three
+    vocabulary = set(tokenize("没有继承人或者继承人均放弃继承的，由被继承人生前住所地的民政部门或者村民委员会担任遗产管理人。"))
+    assert "放弃" in gloss_terms("if all heirs have renounced the inheritance, who is the estate administrator?",
+                                 vocabulary)
+    assert "放弃" in gloss_terms("if all heirs give up the inheritance", vocabulary)
+
+
+def test_a_phrase_opening_with_an_article_leaves_its_noun_to_the_phrase_after_it():
+    # BYD's key accounting data: "the same period last year" is 上年同期; "the same" (同一) would take "same"
+    vocabulary = set(tokenize("本报告期比上年同期增减 同一"))
+    glossed = gloss_terms("How did it change compared with the same period last year?", vocabulary)
+    assert "上年同期" in glossed and "同一" not in glossed
+
+
 def test_a_phrase_of_function_words_is_not_glossed():
     # "According to the PRC Constitution": 根据 would pick "(十一)根据最高人民法院院长的提请…" over Article 127
     vocabulary = {"根据", "依照", "最高人民法院", "宪法"}
