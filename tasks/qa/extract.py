@@ -958,6 +958,10 @@ def document_scope(question: str) -> str:
     return " ".join(scope_parts(question))
 
 
+# an official document's number ("党委【2017】010号", "国发〔2016〕5号") names the document, whatever the sentence
+_SCOPE_NUMBER = re.compile(r"[\u4e00-\u9fff]{1,8}[【〔\[]\d{4}[】〕\]]\s*\d{1,4}\s*号")
+
+
 # a closing parenthesis of lower-case words describes what precedes it ("Table 2-1 of the Redpaper (the columns of
 # the FUNCTION_USAGE view)"); a name's is one word, capitalized or Chinese ("(ucasthesis)", "(General Requirements)")
 _DESCRIBED = re.compile(r"\s*\((?=[a-z]+\s)[^()]*\)\s*$")
@@ -967,6 +971,7 @@ def scope_parts(question: str) -> list[str]:
     found = [m.group(1) for m in _SCOPE_TITLE.finditer(question or "")]
     found += [next(g for g in m.groups() if g) for m in _SCOPE_QUOTED.finditer(question or "")]
     found += [m.group(1) for m in _SCOPE_ON.finditer(question or "")]
+    found += _SCOPE_NUMBER.findall(question or "")
     m = _SCOPE_CJK.match(question or "") or _SCOPE_EN.search(question or "")
     if m:
         found.append(_DESCRIBED.sub("", next(g for g in m.groups() if g)))

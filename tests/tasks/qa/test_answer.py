@@ -15,7 +15,7 @@ from tasks.qa.answer import (CELL_BONUS, CONFIDENCE_LOW, CONFIDENCE_MID, LAST, N
                           confidence, confidence_instruction, cosine_floor, evidence_units, extractive_answer,
                           grade_evidence, sentences, validate_citations)
 from tasks.qa.context import ASKS_DOCUMENT_TITLE, Context, build_context
-from tasks.qa.extract import document_scope, negated_terms, terms
+from tasks.qa.extract import document_scope, negated_terms, scope_parts, terms
 from tasks.common.llm import ChatClient
 from tasks.qa.types import Candidate, Retrieval
 from tests.http_fakes import FakeServer, Reply, chat_reply, scripted
@@ -538,6 +538,9 @@ def test_the_words_naming_the_document_are_its_scope():
     assert document_scope("这份政府采购合同要求合同双方加盖什么章？") == "政府采购合同"
     assert document_scope("这份政府采购合同一式四份，除甲方、乙方外，还有一份给谁？") == "政府采购合同"
     assert document_scope("这份合同的总价是多少？") == "合同"
+    # an official document's number names it wherever the question writes it
+    assert "党委【2017】010号" in scope_parts("Which article of the union rules (党委【2017】010号) lists its duties?")
+    assert scope_parts("Which article lists the union's duties?") == []
 
 
 def test_a_cell_whose_row_the_question_writes_out_gets_a_bonus_as_a_named_column_does():
