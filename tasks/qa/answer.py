@@ -961,7 +961,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
             picked.append(holding)
     best = scored[0][-1]
     if len(picked) == 1 and best + 1 < len(units) and units[best].sentence \
-            and len(words(units[best].text) - words(glossed)) <= PREMISE_NEW_WORDS:
+            and len(words(_ARTICLE.sub("", units[best].text)) - words(glossed)) <= PREMISE_NEW_WORDS:
         # the best sentence is the question's own premise ("设立居住权的，应当向登记机构申请居住权登记。" of "设立居住权应当
         # 向登记机构申请居住权登记，居住权自什么时候设立？"): what it asks follows it
         after = units[best + 1]

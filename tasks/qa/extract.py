@@ -61,12 +61,13 @@ _GLUED = re.compile(r"(?<=[A-Z])(?=[A-Z][a-z])")
 # which lists words in English ("cut, copy, and paste") and groups digits ("129,800,000")
 _CLAUSE_END = re.compile(r"(?<=[，；：])|(?<=[;:])(?![0-9])|(?<=[^0-9][;:])")
 # the question asks for a number, a date or a time: the clause that answers it holds a digit
-_ASKS_NUMBER = re.compile(r"多少|几[个年月天日次岁人项条种周倍]|多大|多长|多久|how many|how much|how long|how often"
+_ASKS_NUMBER = re.compile(r"多少|几[个年月天日次岁人项条种周倍时]|多大|多长|多久|how many|how much|how long|how often"
                            r"|within what|what period|what percentage|by what (?:percent|factor|margin)"
                           # "what is the maximum oxygen content", "what Zr content range, in mass %"
                           r"|\bmaximum\b|\bminimum\b|\bcontent range\b|\bin mass %", re.IGNORECASE)
 # "when" asks only opening the question ("When was …"), not as a conjunction ("… lose when stored for 30 days")
-_ASKS_DATE = re.compile(r"哪一?年|哪一?天|哪个月|何时|什么时候|日期|which year|what year|what date|^\s*when\b",
+_ASKS_DATE = re.compile(r"哪一?年|哪一?天|哪个月|何时|什么时候|日期|which year|what year|what date|which month|what month"
+                        r"|^\s*when\b",
                         re.IGNORECASE)
 _DATE = re.compile(r"[0-9]+\s*[年月日]|[0-9]{4}\s*[-/.]\s*[0-9]{1,2}|\b(?:1[5-9]|20)[0-9]{2}\b")
 # the question asks a web address: the clause that answers it holds one

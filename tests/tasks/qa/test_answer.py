@@ -692,6 +692,11 @@ def test_a_best_sentence_the_question_restates_is_quoted_with_the_sentence_after
     ctx = _context((article, 0.9))
     answer = extractive_answer("民法典规定，设立居住权应当向登记机构申请居住权登记，居住权自什么时候设立？", ctx, S)
     assert answer.text.endswith("居住权自登记时设立。[ref:civil.pdf_83]")
+    # the article's number is no word beside the question's (the Constitution's article 109)
+    audit = _chunk("constitution.pdf_42", "第一百零九条 县级以上的地方各级人民政府设立审计机关。地方各级审计机关依照法律规定独立行使"
+                   "审计监督权，对本级人民政府和上一级审计机关负责。", "text")
+    answer = extractive_answer("县级以上地方各级人民政府设立的审计机关对谁负责？", _context((audit, 0.9)), S)
+    assert "对本级人民政府和上一级审计机关负责" in answer.text
     # a best sentence saying more than the question is its answer alone
     terms_ = _chunk("constitution.pdf_36", "第八十七条 总理、副总理、国务委员连续任职不得超过两届。第八十八条 总理领导国务院的工作。",
                     "text")

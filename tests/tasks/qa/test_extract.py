@@ -241,6 +241,11 @@ def test_numbers_in_chinese_numerals_answer_a_number_question():
     assert asks("（一）下落不明满四年；") and not asks("利害关系人可以向人民法院申请宣告该自然人为失踪人。")
     # a numeral the question states is not the answer
     assert not answers_what_is_asked("满二十周岁的公民有多少项权利？")("年满二十周岁的公民")
+    # "几时" asks an hour (the Civil Code's article 203), "in which month" a date (the PSR drafting notes)
+    asks = answers_what_is_asked("没有业务时间的情况下，期间的最后一日的截止时间是几时？")
+    assert asks("期间的最后一日的截止时间为二十四时；") and not asks("有业务时间的，停止业务活动的时间为截止时间。")
+    asks = answers_what_is_asked("In which month did the drafters finish the discussion draft?")
+    assert asks("修订稿起草人员在2023年2月完成了讨论稿编写。") and not asks("（从工作组讨论稿一直写到报批稿）")
 
 
 def test_focus_is_what_stands_before_the_asking_word():
