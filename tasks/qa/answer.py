@@ -539,6 +539,23 @@ def _glossed(question: str, context: Context) -> str:
     return f"{question} {' '.join(dict.fromkeys(glossed))}" if glossed else question
 
 
+# what the question sets aside: "besides declaring all citizens equal before the law, what does the state …",
+# "除甲方、乙方和省政府采购中心各执一份外，还有一份给谁"
+_BESIDES = re.compile(r"\b(?:besides|apart from|other than|in addition to)\s+([^,，?？]{3,120})"
+                      r"|除了?([^，,。？?]{2,60}?)(?:之外|以外|外)", re.IGNORECASE)
+
+
+def _set_aside(question: str, context: Context) -> frozenset[str]:
+    """The terms a question uses only for what it sets aside ("besides X, what …"), translated as the question
+    is: a unit holding no other term of the question states X, not what is asked."""
+    m = _BESIDES.search(question)
+    if m is None:
+        return frozenset()
+    aside = m.group(1) or m.group(2)
+    rest = question[:m.start()] + " " + question[m.end():]
+    return frozenset(terms(_glossed(aside, context)) - terms(_glossed(rest, context)))
+
+
 def _in_list_of(unit: _Unit, opener: _Unit, context: Context) -> bool:
     """Does `unit` stand after the line `opener`, in its chunk or in the chunk right after it?"""
     if unit.order == opener.order:
@@ -773,7 +790,8 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     under a heading it writes out that heading's n-th line (`_heading_written`), one asking the contents a
     contents entry (`_contents_entries`), one asking the document's own title the title its cover carries
     (`_document_title`). The words naming the document are no evidence in a passage that writes them out,
-    unless they are its document's subject."""
+    unless they are its document's subject; a unit holding only what the question sets aside ("besides X,
+    what …", `_set_aside`) scores half."""
     if ASKS_DOCUMENT_TITLE.search(question):
         title = _document_title(context)
         if title is not None:
@@ -894,6 +912,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     labelled = re.compile(rf"{re.escape(about)}\s*[:：]\s*\S|^\s*{re.escape(about)}\s+[^，。,;；:：]{{1,{GLOSSARY_MAX_CHARS}}}$") \
         if len(about) >= 2 else None
     after_anchor = _after_anchor(question, units)
+    aside = _set_aside(question, context)
     scored = []
     for i, (found, found_words, bonus, credit, order, pos, unit, chunk_id, sentence, translated, cell) \
             in enumerate(units):
@@ -912,6 +931,8 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
             # goes by restated) unless they are its document's subject, which each of its units holds alike
             shared -= naming_only - naming[context.chunks[order].source][0]
         hit = (bigram_share(shared) + word_share(found_words & qw)) / 2 if qw else bigram_share(shared)
+        if aside and shared - naming_only - naming[context.chunks[order].source][0] <= aside:
+            hit *= 0.5  # it states what the question sets aside ("公民在法律面前一律平等" of "besides … equal before the law")
         if i in headings_asked:
             hit += HEADING_BONUS
         if labelled is not None and sentence and labelled.search(unit):

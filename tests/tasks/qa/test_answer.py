@@ -685,6 +685,17 @@ def test_a_question_asking_the_documents_own_title_is_answered_by_its_cover():
                                                            "目录中第3.6节的标题是什么？"))
 
 
+def test_a_sentence_stating_only_what_the_question_sets_aside_is_not_its_answer():
+    # the Constitution's article 33, as the docs corpus's PDF states it
+    article = _chunk("constitution.pdf_16", "第三十三条 凡具有中华人民共和国国籍的人都是中华人民共和国公民。中华人民共和国公民在法律面前"
+                     "一律平等。国家尊重和保障人权。任何公民享有宪法和法律规定的权利，同时必须履行宪法和法律规定的义务。", "text")
+    ctx = _context((article, 0.9))
+    question = ("Under Article 33 of the PRC Constitution, besides declaring all citizens equal before the law, what "
+                "does the state respect and safeguard?")
+    assert extractive_answer(question, ctx, S).text == "国家尊重和保障人权。[ref:constitution.pdf_16]"
+    assert "一律平等" in extractive_answer("宪法第三十三条规定公民在法律面前怎样？", ctx, S).text
+
+
 def test_a_best_sentence_the_question_restates_is_quoted_with_the_sentence_after_it():
     # the Civil Code's article 368: the question builds on its second sentence and asks what the third says
     article = _chunk("civil.pdf_83", "第三百六十八条 居住权无偿设立，但是当事人另有约定的除外。设立居住权的，应当向登记机构申请"
