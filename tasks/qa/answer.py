@@ -516,9 +516,10 @@ _ENGLISH_WORD = re.compile(r"[A-Za-z]{3,}")  # not "2024E", "Q1"
 
 @lru_cache(maxsize=65536)  # a batch's English questions read the same chunks
 def _chinese(text: str) -> bool:
-    """Chinese text, not English or bilingual (an English word for every 20 Chinese characters at most:
-    a forecast table's "EPS" and "ROE" are in it, a bilingual datasheet's row names are not)."""
-    return len(_ENGLISH_WORD.findall(text)) * 20 <= len(_CJK_CHAR.findall(text))
+    """Chinese text, not English or bilingual: an English word for every 4 Chinese characters at most (a
+    translation writes one for every Chinese word, about 2 characters: a bilingual datasheet's rows; the
+    template guide's "1. ucasthesis.cls:文档类定义文件，…" and a forecast table's "EPS" are Chinese)."""
+    return len(_ENGLISH_WORD.findall(text)) * 4 <= len(_CJK_CHAR.findall(text))
 
 
 @lru_cache(maxsize=65536)

@@ -122,6 +122,20 @@ STATEMENT = ("本人完全了解并同意遵守中国科学院大学有关保存
              "手段保存、汇编本学位论文。")
 
 
+def test_chinese_text_naming_files_in_english_is_read_by_the_glosses():
+    # ucasthesis_template_guide.pdf, 2.2.4: Chinese lines naming their files; the English question names none of them
+    style = ("2.2.4 Style 文件夹 包含 ucasthesis 文档类的定义文件和配置文件，通过对它们的修改可以实现特定的模版设定。\n"
+             "1. ucasthesis.cls:文档类定义文件，论文的最核心的格式即通过它来定义的。\n"
+             "2. ucasthesis.cfg:文档类配置文件，设定如目录显示为“目 录”而非“目录”。\n"
+             "3. artratex.sty: 常用宏包及文档设定，如参考文献样式、文献引用样式、页眉页脚设定等。")
+    chunk = Chunk(content=style, chunk_type=TEXT, source="zh_pdf/ucasthesis_template_guide.pdf", chunk_index=25,
+                  chunk_id="ucasthesis_template_guide.pdf_25")
+    ctx = build_context([Candidate(chunk.chunk_id, 0.9, chunk=chunk)], Settings())
+    answer = extractive_answer("According to the ucasthesis guide, which file in the Style folder is the document class "
+                               "definition file that defines the thesis's core format?", ctx, Settings())
+    assert answer is not None and answer.text.startswith("1. ucasthesis.cls")
+
+
 def test_a_translation_weighs_less_than_the_questions_own_words(monkeypatch):
     import tasks.qa.answer
 
