@@ -930,6 +930,8 @@ _DOCUMENT_WORDS = "standard|paper|report|document|guide|manual|datasheet"  # the
 _SCOPE_TITLE = re.compile(r"《([^》]+)》")
 _SCOPE_CJK = re.compile(r"^\s*(.{2,40}?)(?:中|里|上)(?:，|,|的)|^\s*(?:根据|按照|依据|按)(.{2,40}?)(?:，|,)"
                         r"|^\s*(.{2,40}?)这(?:项|份|个|篇|部|本)"
+                        # "IBM DB2 for i 行列访问控制（RCAC）红皮书指出，…": the document says what is asked
+                        r"|^\s*([^，,。？?]{2,40}?)(?:指出|提到|写道|称|说)[，,]"
                         # "这份政府采购合同要求…": to the first word for a document
                         r"|^\s*[这那](?:项|份|篇|部|本)(.{0,20}?(?:合同|文档|文件|报告|研报|标准|说明书|手册|规范|制度|论文|指南))")
 _SCOPE_EN = re.compile(r"^\s*(?:in|from|according to|under)\s+(?:the\s+)?(.{2,160}?)(?:'s\b|’s\b|,)"

@@ -538,6 +538,10 @@ def test_the_words_naming_the_document_are_its_scope():
     assert document_scope("这份政府采购合同要求合同双方加盖什么章？") == "政府采购合同"
     assert document_scope("这份政府采购合同一式四份，除甲方、乙方外，还有一份给谁？") == "政府采购合同"
     assert document_scope("这份合同的总价是多少？") == "合同"
+    # "X指出，…": X says what is asked
+    assert document_scope("IBM DB2 for i 行列访问控制（RCAC）红皮书指出，用SQL视图限制数据访问存在挑战，第一个挑战是什么？") == \
+        "IBM DB2 for i 行列访问控制（RCAC）红皮书"
+    assert document_scope("核电厂定期安全评价第1部分编制说明提到，原标准对要素报告有什么要求？") == "核电厂定期安全评价第1部分编制说明"
     # an official document's number names it wherever the question writes it
     assert "党委【2017】010号" in scope_parts("Which article of the union rules (党委【2017】010号) lists its duties?")
     assert scope_parts("Which article lists the union's duties?") == []
