@@ -135,6 +135,8 @@ class RetrievalSettings:
     context_expansion_max_chunks: int = 50  # CONTEXT_EXPANSION_MAX_CHUNKS (per question)
     context_expansion_seed_min_rerank: float = 0.3  # expansion 2 after rerank: seeds score >= 0.3
     context_expansion_max_seeds: int = 5  # ours: on the rrf scale, the top ranked chunks are the seeds
+    # ours: a document this short (half the context budget) is read whole when a seed is from it; 0 = never
+    context_small_document_chars: int = 4000
     context_max_chars: int = 8000  # CONTEXT_MAX_CHARS
     max_context_chunks: int = 20  # MAX_CONTEXT_CHUNKS: text chunks given to the answerer (tables exempt)
     context_soft_limit: int = 6000  # CONTEXT_SOFT_LIMIT: past it only strong groups are admitted

@@ -93,6 +93,22 @@ def front_matter(db_path: Path, kb: str, sources: Sequence[str], part: str, n: i
     return out
 
 
+def small_documents(db_path: Path, kb: str, sources: Sequence[str], max_chars: int) -> dict[str, list[Chunk]]:
+    """Candidate records of every chunk of each source whose text is `max_chars` long at most, in document
+    order; one query."""
+    wanted = sorted(set(sources))
+    if not wanted or max_chars <= 0:
+        return {}
+    with db.connect(db_path, read_only=True) as con:
+        table = con.sql(f"SELECT {', '.join(CANDIDATE_COLUMNS)} FROM chunks WHERE kb = ? AND source IN "
+                        "(SELECT unnest(?::VARCHAR[])) QUALIFY sum(length(content)) OVER (PARTITION BY source) <= ? "
+                        "ORDER BY source, chunk_index", params=[kb, wanted, max_chars]).to_arrow_table()
+    out: dict[str, list[Chunk]] = {}
+    for c in from_table(table, Chunk):
+        out.setdefault(c.source, []).append(c)
+    return out
+
+
 def kb_chunks(db_path: Path, kb: str) -> list[Chunk]:
     """Candidate records (`CANDIDATE_COLUMNS`) of every chunk of `kb`, in document order."""
     with db.connect(db_path, read_only=True) as con:

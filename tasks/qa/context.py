@@ -10,8 +10,10 @@
   which the cover carries) or the contents reads them in the best hit's document (its first
   COVER_CHUNKS chunks; its index chunks or contents section), however far the hit is from them; a
   heading the question quotes is read in the seeds' documents (its first HEADED_CHUNKS chunks,
-  admitted as kept chunks are, past the soft limit too, ranked or not); and the short line right
-  before a table in the context, which may label the table's rows (`row_label`).
+  admitted as kept chunks are, past the soft limit too, ranked or not); the short line right
+  before a table in the context, which may label the table's rows (`row_label`); and the whole of a
+  document a seed is from when it is `context_small_document_chars` long at most (a one-page rules
+  sheet's table two sections after the article ranked), after the seeds' own sections.
 - `order_for_prompt` (seed 001 §7.1): on the rerank scale drop chunks under RERANK_CONTEXT_MIN_SCORE,
   except a table beside a passing chunk of its section (≥ min × 0.3) and figures (≥ min × 0.5).
 - `build_context` (seed 001 §7.2): group by (source, section), chunks in document order inside a
@@ -76,7 +78,8 @@ def expansion_seeds(retrieval: Retrieval, settings: Settings) -> list[Candidate]
 def expand_batch(db_path: Path, kb: str, retrievals: Sequence[Retrieval], settings: Settings) -> list[list[Candidate]]:
     """Per retrieval, its seeds' section-prefix neighbours not already ranked (each once), nearest
     first, capped; a neighbour carries its seed's score and `expanded_from`."""
-    from warehouse.chunks import CONTENTS, COVER, Neighbour, SectionSeed, front_matter, section_neighbours
+    from warehouse.chunks import (CONTENTS, COVER, Neighbour, SectionSeed, front_matter, section_neighbours,
+                                  small_documents)
 
     out: list[list[Candidate]] = [[] for _ in retrievals]
     if not settings.retrieval.context_expansion_enabled or not retrievals:
@@ -95,6 +98,11 @@ def expand_batch(db_path: Path, kb: str, retrievals: Sequence[Retrieval], settin
         found = front_matter(db_path, kb, [c.chunk.source for c in firsts.values()], part, n)
         neighbours = [Neighbour(qi, seed.chunk_id, chunk) for qi, seed in firsts.items()
                       for chunk in found.get(seed.chunk.source, [])] + neighbours
+    # a small document a seed is from is read whole (a one-page rules sheet's table two sections after the
+    # article ranked), after the hits' own sections
+    whole = small_documents(db_path, kb, [c.chunk.source for _, _, c in seeds],
+                            settings.retrieval.context_small_document_chars)
+    neighbours += [Neighbour(qi, c.chunk_id, chunk) for qi, _, c in seeds for chunk in whole.get(c.chunk.source, [])]
     headed = _quoted_headings(db_path, kb, retrievals, seeds)
     named = {(n.question, n.chunk.chunk_id) for n in headed}
     added: list[set[str]] = [set() for _ in retrievals]

@@ -54,6 +54,11 @@ def warehouse(tmp_path):
     return _land(tmp_path, chunks)
 
 
+def _settings(home: Path) -> Settings:
+    """Settings reading no small document whole: these documents are all small (that is tested on its own)."""
+    return Settings(home=home).replace(context_small_document_chars=0)
+
+
 def retrieval(records, ids_scores, scale=RRF, kept=None) -> Retrieval:
     ranked = [Candidate(i, score=s, rerank=s if scale == RERANK else None, chunk=records[i]) for i, s in ids_scores]
     return Retrieval("q", "hybrid", scale, ranked, len(ranked) if kept is None else kept, None, ["q"])
@@ -65,7 +70,7 @@ def test_in_section_matches_whole_path_components():
 
 
 def test_a_parent_heading_pulls_its_subsections(warehouse):
-    s = Settings(home=warehouse.parent)
+    s = _settings(warehouse.parent)
     records = fetch_chunks(warehouse, "kb", [f"guide.docx_{i}" for i in range(len(DOC))] + ["other.docx_3"])
     assert len(records) == len(DOC) + 1
     (extra,) = expand_batch(warehouse, "kb", [retrieval(records, [("guide.docx_1", 0.9)])], s)
@@ -86,7 +91,7 @@ def test_a_parent_heading_pulls_its_subsections(warehouse):
 
 
 def test_a_question_asking_the_cover_reads_the_first_chunks_of_the_best_hits_document(warehouse):
-    s = Settings(home=warehouse.parent)
+    s = _settings(warehouse.parent)
     records = fetch_chunks(warehouse, "kb", ["guide.docx_6", "other.docx_3"])
     hits = [("guide.docx_6", 0.9), ("other.docx_3", 0.5)]
     asked = replace(retrieval(records, hits), question="封面上印的标题是什么？")
@@ -115,15 +120,35 @@ def test_a_question_asking_the_contents_reads_the_best_hits_documents_contents(t
     records = fetch_chunks(path, "kb", ["redp.md_4"])
     asked = Retrieval("In the table of contents, what is the title of section 3.5?", "hybrid", RRF,
                       [Candidate("redp.md_4", score=0.8, chunk=records["redp.md_4"])], 1, None, ["q"])
-    (extra,) = expand_batch(path, "kb", [asked], Settings(home=tmp_path))
+    (extra,) = expand_batch(path, "kb", [asked], _settings(tmp_path))
     assert [c.chunk_id for c in extra[:2]] == ["redp.md_1", "redp.md_2"]
     unasked = replace(asked, question="What does section 3.5 say?")
-    (extra,) = expand_batch(path, "kb", [unasked], Settings(home=tmp_path))
+    (extra,) = expand_batch(path, "kb", [unasked], _settings(tmp_path))
     assert not {"redp.md_1", "redp.md_2"} & {c.chunk_id for c in extra}
 
 
+def test_a_small_document_a_seed_is_from_is_read_whole_after_the_seeds_sections(tmp_path):
+    # party_union_rules_1page_table.pdf: the member table two sections after the article ranked first
+    parts = [("第四章 工会委员会", "text", "第十四条 工会经费审查委员会委员名额一般为3—7人。"),
+             ("第四章 工会委员会", "text", "第十五条 工会女职工委员会委员候选人应符合以下条件。"),
+             ("第五章 职工代表大会", "text", "第十七条 职工代表大会工作机构的任务是:（一）组织职工选举职工代表。"),
+             ("表1 工会委员会成员", "table", "职位 | 人数 | 工作职责\n组织委员 | 1 | 负责工会组织工作")]
+    big = [("Chapter 1", "text", "A long passage. " * 300)] * 3
+    path = _land(tmp_path, _document("union.pdf", parts) + _document("big.pdf", big))
+    records = fetch_chunks(path, "kb", ["union.pdf_0", "big.pdf_1"])
+    s = Settings(home=tmp_path).replace(context_expansion_before=0, context_expansion_after=1)
+    (extra,) = expand_batch(path, "kb", [retrieval(records, [("union.pdf_0", 0.9), ("big.pdf_1", 0.5)])], s)
+    # its own section's neighbour first, then the rest of the small document; the big one only by its section
+    assert [(c.chunk_id, c.expanded_from) for c in extra] == [
+        ("union.pdf_1", "union.pdf_0"), ("big.pdf_2", "big.pdf_1"), ("union.pdf_2", "union.pdf_0"),
+        ("union.pdf_3", "union.pdf_0")]
+    (extra,) = expand_batch(path, "kb", [retrieval(records, [("union.pdf_0", 0.9)])],
+                            s.replace(context_small_document_chars=0))
+    assert [c.chunk_id for c in extra] == ["union.pdf_1"]
+
+
 def test_expansion_seeds_by_scale(warehouse):
-    s = Settings(home=warehouse.parent)
+    s = _settings(warehouse.parent)
     records = fetch_chunks(warehouse, "kb", ["guide.docx_1", "guide.docx_6"])
     weak = retrieval(records, [("guide.docx_1", 0.2)], scale=RERANK)  # rerank < 0.3: not a seed
     strong = retrieval(records, [("guide.docx_1", 0.7)], scale=RERANK)
@@ -229,7 +254,7 @@ def test_the_line_labelling_a_tables_rows_joins_the_table_in_the_context(tmp_pat
     path = _land(tmp_path, _document("svolt.pdf", [("1.3.1 阶梯充电", kind, text) for kind, text in parts]))
     records = fetch_chunks(path, "kb", ["svolt.pdf_0", "svolt.pdf_2"])
     # the table is kept but is no seed (one seed only): the line before it still joins, with the table's score
-    s = Settings(home=tmp_path).replace(context_expansion_max_seeds=1, context_expansion_after=0)
+    s = _settings(tmp_path).replace(context_expansion_max_seeds=1, context_expansion_after=0)
     asked = Retrieval("5℃≤T<10℃时充到50% SOC的电流？", "hybrid", RRF,
                       [Candidate("svolt.pdf_0", score=0.9, chunk=records["svolt.pdf_0"]),
                        Candidate("svolt.pdf_2", score=0.5, chunk=records["svolt.pdf_2"])], 2, None, ["q"])
@@ -250,7 +275,7 @@ def test_a_heading_the_question_quotes_is_read_in_the_hits_documents(tmp_path):
     path = _land(tmp_path, _document("unit.docx", parts)
                  + _document("other.docx", [("2 Section 2", "text", "2 Section 2\nAnother document's section.")]))
     records = fetch_chunks(path, "kb", ["unit.docx_3", "other.docx_0"])
-    s = Settings(home=tmp_path).replace(context_expansion_before=0, context_expansion_after=0)
+    s = _settings(tmp_path).replace(context_expansion_before=0, context_expansion_after=0)
     asked = Retrieval("在单元测试文档中，标题“2 Section 2”下的第二段文字是什么？", "hybrid", RRF,
                       [Candidate("unit.docx_3", score=1.0, chunk=records["unit.docx_3"]),
                        Candidate("other.docx_0", score=0.9, rescued="bm25", chunk=records["other.docx_0"])],
