@@ -8,9 +8,10 @@
   question. Seeds: chunks with a rerank score ≥ 0.3 (the seed's "expansion 2") or, on the rrf
   scale, the top ranked ones. Ours: a question asking about a cover (or the document's own title,
   which the cover carries) or the contents reads them in the best hit's document (its first
-  COVER_CHUNKS chunks; its index chunks or contents section), however far the hit is from them; a
+  COVER_CHUNKS chunks; its index chunks or contents section), however far the hit is from them,
+  admitted first as asked chunks are; a
   heading the question quotes is read in the seeds' documents (its first HEADED_CHUNKS chunks,
-  admitted as kept chunks are, past the soft limit too, ranked or not); the short line right
+  asked: admitted before the kept chunks, past the soft limit too, ranked or not); the short line right
   before a table in the context, which may label the table's rows (`row_label`); and the whole of a
   document a seed is from when it is `context_small_document_chars` long at most (a one-page rules
   sheet's table two sections after the article ranked), after the seeds' own sections.
@@ -92,18 +93,19 @@ def expand_batch(db_path: Path, kb: str, retrievals: Sequence[Retrieval], settin
     seed_of = {(qi, c.chunk_id): c for qi, _, c in seeds}
     taken = [{c.chunk_id for c in r.ranked} for r in retrievals]
     # a question asking what a cover or the contents say ("the ICS number printed on the cover", "目录中第3.6节的
-    # 标题") reads them in the best hit's document, however far the hit is from them
+    # 标题") reads them in the best hit's document, however far the hit is from them: asked for, as a quoted heading is
+    front: list[Neighbour] = []
     for part, asks, n in ((CONTENTS, ASKS_CONTENTS, CONTENTS_CHUNKS), (COVER, _ASKS_COVER, COVER_CHUNKS)):
         firsts = {qi: c for qi, rank, c in seeds if rank == 0 and asks.search(retrievals[qi].question)}
         found = front_matter(db_path, kb, [c.chunk.source for c in firsts.values()], part, n)
-        neighbours = [Neighbour(qi, seed.chunk_id, chunk) for qi, seed in firsts.items()
-                      for chunk in found.get(seed.chunk.source, [])] + neighbours
+        front = [Neighbour(qi, seed.chunk_id, chunk) for qi, seed in firsts.items()
+                 for chunk in found.get(seed.chunk.source, [])] + front
     # a small document a seed is from is read whole (a one-page rules sheet's table two sections after the
     # article ranked), after the hits' own sections
     whole = small_documents(db_path, kb, [c.chunk.source for _, _, c in seeds],
                             settings.retrieval.context_small_document_chars)
     neighbours += [Neighbour(qi, c.chunk_id, chunk) for qi, _, c in seeds for chunk in whole.get(c.chunk.source, [])]
-    headed = _quoted_headings(db_path, kb, retrievals, seeds)
+    headed = _quoted_headings(db_path, kb, retrievals, seeds) + front
     named = {(n.question, n.chunk.chunk_id) for n in headed}
     added: list[set[str]] = [set() for _ in retrievals]
     for n in headed + neighbours:
@@ -198,17 +200,18 @@ def _line(c: Candidate) -> str:
     return f"[ref:{c.chunk_id}] {evidence_text(c.chunk).strip()}"
 
 
-KEPT, RESCUED, EXPANDED = range(3)
+ASKED, KEPT, RESCUED, EXPANDED = range(4)
 
 
 def _tier(c: Candidate) -> int:
-    return KEPT if c.asked else EXPANDED if c.expanded_from else RESCUED if c.rescued else KEPT
+    return ASKED if c.asked else EXPANDED if c.expanded_from else RESCUED if c.rescued else KEPT
 
 
 def build_context(cands: Sequence[Candidate], settings: Settings) -> Context:
     """Fit the candidates into the character budget, grouped by (source, section) in chunk order.
-    The chunks adaptive top-k kept are admitted first (groups by their best score), then the rescued
-    ones, then the expanded neighbours: neither a neighbour nor a rescued chunk of the first hit's
+    The chunks the question asks for (a heading it quotes, the contents or cover it asks about) are admitted
+    first, then those adaptive top-k kept (groups by their best score), then the rescued ones, then the
+    expanded neighbours: neither a neighbour nor a rescued chunk of the first hit's
     section crowds out a later hit (a table ranked 3rd in another section)."""
     groups: dict[tuple[str, str], list[tuple[int, Candidate]]] = {}
     for rank, c in enumerate(cands):
@@ -222,7 +225,7 @@ def build_context(cands: Sequence[Candidate], settings: Settings) -> Context:
     tables = {(c.source, c.chunk.chunk_index) for c in cands if c.chunk is not None and c.chunk.chunk_type == TABLE}
     used, text_chunks = 0, 0
     picked: dict[tuple[str, str], list[Candidate]] = {}
-    for tier in (KEPT, RESCUED, EXPANDED):
+    for tier in (ASKED, KEPT, RESCUED, EXPANDED):
         for key, members in order:
             group_score = max(c.score for _, c in members)
             if used >= r.context_soft_limit and group_score < r.context_soft_admit_ratio * best \

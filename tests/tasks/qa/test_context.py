@@ -121,7 +121,10 @@ def test_a_question_asking_the_contents_reads_the_best_hits_documents_contents(t
     asked = Retrieval("In the table of contents, what is the title of section 3.5?", "hybrid", RRF,
                       [Candidate("redp.md_4", score=0.8, chunk=records["redp.md_4"])], 1, None, ["q"])
     (extra,) = expand_batch(path, "kb", [asked], _settings(tmp_path))
-    assert [c.chunk_id for c in extra[:2]] == ["redp.md_1", "redp.md_2"]
+    assert [c.chunk_id for c in extra[:2]] == ["redp.md_1", "redp.md_2"] and extra[0].asked and extra[1].asked
+    # asked for, the contents get into the context before the passage ranked first, which the budget then leaves out
+    tight = _settings(tmp_path).replace(context_max_chars=build_context(extra[:2], _settings(tmp_path)).chars + 2)
+    assert build_context([*asked.ranked, *extra[:2]], tight).chunk_ids == ["redp.md_1", "redp.md_2"]
     unasked = replace(asked, question="What does section 3.5 say?")
     (extra,) = expand_batch(path, "kb", [unasked], _settings(tmp_path))
     assert not {"redp.md_1", "redp.md_2"} & {c.chunk_id for c in extra}
