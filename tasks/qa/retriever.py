@@ -209,7 +209,9 @@ class Retriever:
             t = tokenize(q, user_dict)
             keywords = " ".join(t)
             if self.settings.retrieval.gloss_enabled:
-                t = t + gloss_terms(q, self.bm25.vocab)
+                # senses paraphrased ("to renounce; to abandon; to give up") are too loose for a query over the whole
+                # corpus: an English question's Chinese words would find Chinese passages on other subjects
+                t = t + gloss_terms(q, self.bm25.vocab, paraphrases=False)
             if widen and keywords and keywords != q:
                 variants.append([q, keywords])
                 terms.append([t, tokenize(keywords, user_dict)])

@@ -65,6 +65,10 @@ def test_each_sense_cc_cedict_separates_by_a_semicolon_is_glossed():
     assert "放弃" in gloss_terms("if all heirs have renounced the inheritance, who is the estate administrator?",
                                  vocabulary)
     assert "放弃" in gloss_terms("if all heirs give up the inheritance", vocabulary)
+    # the retriever's query takes only the senses given in one wording: a paraphrased one is too loose for a query
+    # over the whole corpus
+    assert "放弃" not in gloss_terms("have all heirs renounced?", vocabulary, paraphrases=False)
+    assert "继承人" in gloss_terms("have all heirs renounced?", vocabulary, paraphrases=False)  # "/heir/"
 
 
 def test_a_phrase_opening_with_an_article_leaves_its_noun_to_the_phrase_after_it():
