@@ -557,6 +557,16 @@ def _set_aside(question: str, context: Context) -> frozenset[str]:
     return frozenset(terms(_glossed(aside, context)) - terms(_glossed(rest, context)))
 
 
+# an item's label before its value: "（二）第二顺序:兄弟姐妹、祖父母、外祖父母。"
+_ITEM_LABEL = re.compile(r"(?:^|[（(][一二三四五六七八九十0-9]{1,3}[)）])\s*([^:：，。；;、\s（()）]{3,20})\s*[:：]\s*\S")
+
+
+def _labels_part_of(unit: str, about: str) -> bool:
+    """Whether the unit states, as "label: value", a part of what the question asks about (the "第二顺序" of
+    "第二顺序继承人包括哪些人")."""
+    return any(m.group(1) in about for m in _ITEM_LABEL.finditer(unit))
+
+
 def _in_list_of(unit: _Unit, opener: _Unit, context: Context) -> bool:
     """Does `unit` stand after the line `opener`, in its chunk or in the chunk right after it?"""
     if unit.order == opener.order:
@@ -761,8 +771,8 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     bigrams, English words, numbers) and of its jieba words (the mean of both shares), each term
     weighted by how rare it is among the context's units (a term every unit shares, the product
     name, decides nothing) and each word naming what is asked (`tasks.qa.extract.focus`) doubled,
-    +LABEL_BONUS for a sentence stating it as "label: value", with a little credit for the chunk's
-    own score, best first, each followed by its chunk's ref; sentences are read with PDF line wraps
+    +LABEL_BONUS for a sentence stating it (or a part of it, `_labels_part_of`) as "label: value",
+    with a little credit for the chunk's own score, best first, each followed by its chunk's ref; sentences are read with PDF line wraps
     joined, and one opening with a pronoun or no subject is quoted with the one before; a unit must hold
     `extractive_min_overlap` of the question's terms, else None. A table answers with the cell the
     question names (`tasks.qa.extract.table_cell`: "row — column: value"; +CELL_BONUS when it names
@@ -936,7 +946,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
             hit *= 0.5  # it states what the question sets aside ("公民在法律面前一律平等" of "besides … equal before the law")
         if i in headings_asked:
             hit += HEADING_BONUS
-        if labelled is not None and sentence and labelled.search(unit):
+        if labelled is not None and sentence and (labelled.search(unit) or _labels_part_of(unit, about)):
             hit += LABEL_BONUS
         if ordinal is not None and sentence and (_is_item(units, i, ordinal) or _enumerates(unit, ordinal)):
             hit += ORDINAL_BONUS

@@ -689,6 +689,15 @@ def test_a_question_asking_the_documents_own_title_is_answered_by_its_cover():
                                                            "目录中第3.6节的标题是什么？"))
 
 
+def test_an_item_labelled_by_part_of_what_is_asked_answers_it():
+    # the Civil Code's article 1127: "第二顺序:" labels the heirs of "第二顺序继承人包括哪些人"
+    article = _chunk("civil.pdf_248", "第一千一百二十七条 遗产按照下列顺序继承:（一）第一顺序:配偶、子女、父母；（二）第二顺序:兄弟姐妹、"
+                     "祖父母、外祖父母。继承开始后，由第一顺序继承人继承，第二顺序继承人不继承；没有第一顺序继承人继承的，由第二顺序继承人继承。",
+                     "text")
+    answer = extractive_answer("依照民法典，法定继承中的第二顺序继承人包括哪些人？", _context((article, 0.9)), S)
+    assert "兄弟姐妹、祖父母、外祖父母" in answer.text
+
+
 def test_a_sentence_stating_only_what_the_question_sets_aside_is_not_its_answer():
     # the Constitution's article 33, as the docs corpus's PDF states it
     article = _chunk("constitution.pdf_16", "第三十三条 凡具有中华人民共和国国籍的人都是中华人民共和国公民。中华人民共和国公民在法律面前"
