@@ -35,6 +35,7 @@ _ENTRY = re.compile(r"^\S+ (\S+) \[[^\]]*\] /(.*)/$")
 _SENSE_NOISE = re.compile(r"\([^)]*\)|\b(?:sth|sb|etc)\b\.?")
 _WORD = re.compile(r"[a-z]+")
 _ARTICLES = frozenset(("the", "a", "an"))
+_FIRM_WORDS = frozenset(("company", "corporation", "inc", "ltd", "group"))
 _PARTICLES = frozenset("up out off down over away apart back".split())  # of a phrasal verb's sense
 _POSSESSIVE = re.compile(r"['’]s\b")  # "National People's Congress" is looked up as "national people congress"
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -73,6 +74,8 @@ def _cedict() -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]], dic
                     phrases = [" ".join(found)] if 0 < len(found) <= MAX_PHRASE_WORDS else []
                     if len(found) == 2 and found[1] in _PARTICLES:  # "divide up" (划分) is said "divided"
                         phrases.append(found[0])
+                    if len(found) >= 2 and found[-1] in _FIRM_WORDS:  # "BYD Company" (比亚迪) is said "BYD"
+                        phrases.append(" ".join(found[:-1]))
                     for phrase in phrases:
                         backwards.setdefault(phrase, set()).add(head)
                         if len(wordings) == 1:

@@ -71,6 +71,12 @@ def test_each_sense_cc_cedict_separates_by_a_semicolon_is_glossed():
     assert "继承人" in gloss_terms("have all heirs renounced?", vocabulary, paraphrases=False)  # "/heir/"
 
 
+def test_a_company_is_glossed_by_its_name_alone():
+    # CC-CEDICT's 比亚迪 is "BYD Company (company name)": the question says "BYD's"
+    vocabulary = set(tokenize("比亚迪股份有限公司 2025 年第一季度报告"))
+    assert "比亚迪" in gloss_terms("What were BYD's selling expenses in Q1 2025?", vocabulary, paraphrases=False)
+
+
 def test_a_phrase_opening_with_an_article_leaves_its_noun_to_the_phrase_after_it():
     # BYD's key accounting data: "the same period last year" is 上年同期; "the same" (同一) would take "same"
     vocabulary = set(tokenize("本报告期比上年同期增减 同一"))
