@@ -772,7 +772,8 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     weighted by how rare it is among the context's units (a term every unit shares, the product
     name, decides nothing) and each word naming what is asked (`tasks.qa.extract.focus`) doubled,
     +LABEL_BONUS for a sentence stating it (or a part of it, `_labels_part_of`) as "label: value",
-    with a little credit for the chunk's own score, best first, each followed by its chunk's ref; sentences are read with PDF line wraps
+    with a little credit for the chunk's own score, best first, each followed by its chunk's ref;
+    sentences are read with PDF line wraps
     joined, and one opening with a pronoun or no subject is quoted with the one before; a unit must hold
     `extractive_min_overlap` of the question's terms, else None. A table answers with the cell the
     question names (`tasks.qa.extract.table_cell`: "row — column: value"; +CELL_BONUS when it names
@@ -937,12 +938,13 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
         if len(shared) / len(q_plain) < a.extractive_min_overlap and i not in headings_asked \
                 and not (cell and bonus >= 2 * CELL_BONUS):
             continue
+        subject = naming[context.chunks[order].source][0]
         if not cell:
             # the words naming the document are no evidence in a passage writing them out (a cover, the number it
             # goes by restated) unless they are its document's subject, which each of its units holds alike
-            shared -= naming_only - naming[context.chunks[order].source][0]
+            shared -= naming_only - subject
         hit = (bigram_share(shared) + word_share(found_words & qw)) / 2 if qw else bigram_share(shared)
-        if aside and shared - naming_only - naming[context.chunks[order].source][0] <= aside:
+        if aside and shared - naming_only - subject <= aside:
             hit *= 0.5  # it states what the question sets aside ("公民在法律面前一律平等" of "besides … equal before the law")
         if i in headings_asked:
             hit += HEADING_BONUS

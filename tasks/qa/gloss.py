@@ -63,8 +63,8 @@ def _cedict() -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]], dic
             head = m.group(1)
             for sense in m.group(2).split("/"):
                 wordings = sense.split(";")
-                for wording in wordings:
-                    wording = wording.strip().lower()
+                for written in wordings:
+                    wording = written.strip().lower()
                     if not wording or wording.startswith(_POINTER):
                         continue
                     found = _WORD.findall(_POSSESSIVE.sub("", _SENSE_NOISE.sub(" ", wording)))
@@ -74,7 +74,8 @@ def _cedict() -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]], dic
                     phrases = [" ".join(found)] if 0 < len(found) <= MAX_PHRASE_WORDS else []
                     if len(found) == 2 and found[1] in _PARTICLES:  # "divide up" (划分) is said "divided"
                         phrases.append(found[0])
-                    if len(found) >= 2 and found[-1] in _FIRM_WORDS:  # "BYD Company" (比亚迪) is said "BYD"
+                    # a firm's name: "BYD Company" (比亚迪) is said "BYD" ("study group" is no name)
+                    if len(found) >= 2 and found[-1] in _FIRM_WORDS and written.strip()[:1].isupper():
                         phrases.append(" ".join(found[:-1]))
                     for phrase in phrases:
                         backwards.setdefault(phrase, set()).add(head)
