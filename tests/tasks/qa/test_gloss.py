@@ -141,8 +141,9 @@ def test_chinese_text_naming_files_in_english_is_read_by_the_glosses():
     chunk = Chunk(content=style, chunk_type=TEXT, source="zh_pdf/ucasthesis_template_guide.pdf", chunk_index=25,
                   chunk_id="ucasthesis_template_guide.pdf_25")
     ctx = build_context([Candidate(chunk.chunk_id, 0.9, chunk=chunk)], Settings())
-    answer = extractive_answer("According to the ucasthesis guide, which file in the Style folder is the document class "
-                               "definition file that defines the thesis's core format?", ctx, Settings())
+    question = ("According to the ucasthesis guide, which file in the Style folder is the document class definition "
+                "file that defines the thesis's core format?")
+    answer = extractive_answer(question, ctx, Settings())
     assert answer is not None and answer.text.startswith("1. ucasthesis.cls")
 
 
