@@ -567,6 +567,11 @@ def _labels_part_of(unit: str, about: str) -> bool:
     return any(m.group(1) in about for m in _ITEM_LABEL.finditer(unit))
 
 
+# a question asking the caption of a chart or a table (a figure's is in its image description)
+_ASKS_CAPTION = re.compile(r"\bcaption\b|题注|图注|表注", re.IGNORECASE)
+_NAMES_GRID = re.compile(r"\b(?:chart|table|graph)\b|图表|表格", re.IGNORECASE)
+
+
 def _in_list_of(unit: _Unit, opener: _Unit, context: Context) -> bool:
     """Does `unit` stand after the line `opener`, in its chunk or in the chunk right after it?"""
     if unit.order == opener.order:
@@ -801,8 +806,9 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     asking what a symbol stands for its symbol list's line (`defines_symbol`), one asking the n-th paragraph
     under a heading it writes out that heading's n-th line (`_heading_written`), one asking the contents a
     contents entry (`_contents_entries`), one asking the document's own title the title its cover carries
-    (`_document_title`). The words naming the document are no evidence in a passage that writes them out,
-    unless they are its document's subject; a unit holding only what the question sets aside ("besides X,
+    (`_document_title`), one asking a chart's or table's caption the caption of the grid its cells name.
+    The words naming the document are no evidence in a passage that writes them out, unless they are its
+    document's subject; a unit holding only what the question sets aside ("besides X,
     what …", `_set_aside`) scores half."""
     if ASKS_DOCUMENT_TITLE.search(question):
         title = _document_title(context)
@@ -840,6 +846,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
                 if c.chunk.chunk_type not in GRIDS and evidence_text(c.chunk).rstrip().endswith((":", "："))}
     labels = row_labels(context.chunks)  # a line of its own right before a table of values ("0°C≤T<5°C")
     contents_asked = bool(ASKS_CONTENTS.search(question))
+    caption_asked = bool(_ASKS_CAPTION.search(question) and _NAMES_GRID.search(question))
     units: list[_Unit] = []
     for order, c in enumerate(context.chunks):
         if c.chunk_id in catalogues:
@@ -913,6 +920,14 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
             headings_asked.add(len(units))
             units.append(_Unit(terms(line) | subject, words(line) | subject_words, 0.0, credit, order,
                                len(quoted), line.strip(), c.chunk_id, False, translated))
+        # a chart's or table's caption, asked for ("the caption of the chart that plots Series 7, Series 5 and
+        # Series 6"), told from the other grids' by their cells (not by the caption's own words: "chart")
+        caption = (c.chunk.caption or "").strip() if caption_asked and c.chunk.chunk_type in GRIDS else ""
+        if caption:
+            headings_asked.add(len(units))
+            cells, cell_words = terms(c.chunk.content) - terms(caption), words(c.chunk.content) - words(caption)
+            units.append(_Unit((cells - foreign) | subject, (cell_words | subject_words) - foreign_words, 0.0,
+                               credit, order, 0, caption, c.chunk_id, False, translated))
     # bigrams match across word boundaries ("自然人下落" → "人下"), so a unit is also scored on the
     # question's words ("死亡" decides between the articles on 失踪 and on 死亡, where bigrams tie), those
     # naming what is asked counting double ("存货周转天数" of "…的存货周转天数是多少天")

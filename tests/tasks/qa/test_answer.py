@@ -689,6 +689,24 @@ def test_a_question_asking_the_documents_own_title_is_answered_by_its_cover():
                                                            "目录中第3.6节的标题是什么？"))
 
 
+def test_a_question_asking_a_charts_caption_is_answered_by_the_caption_of_the_chart_its_cells_name():
+    # procurement_contract_headings_table_images.docx: two charts, captioned "图表 1" and "图表 2"; a demo document's
+    # copy of the second is captioned in English, its caption holding the word "chart" the question asks with
+    rows = "\n".join(f"Category {n} | {a} | {b} | {c}" for n, a, b, c in ((5, 4.3, 2.4, 2), (6, 2.5, 4.4, 2)))
+    first = _chunk("procurement.docx_8", "图表 1\n | Series 4 | Series 5 | Series 8\n | 4.3 | 2.4 | 2", "chart",
+                   caption="图表 1")
+    second = _chunk("procurement.docx_9", f"图表 2\n | Series 7 | Series 5 | Series 6\n{rows}", "chart", caption="图表 2")
+    copy = _chunk("demo.docx_67", f"Chart 1: This is an easy line chart\n | Series 7 | Series 5 | Series 6\n{rows}",
+                  "chart", caption="Chart 1: This is an easy line chart")
+    ctx = _context((copy, 0.9), (first, 0.8), (second, 0.8))
+    question = ("In the government procurement contract sample document, what is the caption of the chart that plots "
+                "Series 7, Series 5 and Series 6 against Category 5 to Category 8?")
+    assert extractive_answer(question, ctx, S).text == "图表 2[ref:procurement.docx_9]"
+    # a question not asking the caption is answered by a cell
+    assert "4.3" in extractive_answer("In the procurement contract document's chart, what is Category 5's value for "
+                                      "Series 7?", ctx, S).text
+
+
 def test_an_item_labelled_by_part_of_what_is_asked_answers_it():
     # the Civil Code's article 1127: "第二顺序:" labels the heirs of "第二顺序继承人包括哪些人"
     article = _chunk("civil.pdf_248", "第一千一百二十七条 遗产按照下列顺序继承:（一）第一顺序:配偶、子女、父母；（二）第二顺序:兄弟姐妹、"
