@@ -170,12 +170,13 @@ def section_neighbours(db_path: Path, kb: str, seeds: Sequence[SectionSeed], *, 
 
 @dataclass(frozen=True)
 class HeadingAsk:
-    """A heading a question writes out ("标题“2 Section 2”下的第一段"), looked for in one source of its hits."""
+    """A heading a question writes out ("标题“2 Section 2”下的第一段"), or an article it names ("第六十条"),
+    looked for in one source of its hits."""
 
     question: int  # index of the question in its batch
     seed_id: str  # the hit whose source is searched
     source: str
-    heading: str  # as `heading_key` writes it
+    heading: str  # as `heading_key` writes it; an article's number as a law writes it
 
 
 def heading_key(heading: str) -> str:
@@ -201,6 +202,31 @@ def headed_chunks(db_path: Path, kb: str, asks: Sequence[HeadingAsk], n: int) ->
         ORDER BY a.qi, c.source, c.chunk_index"""
     params = [[a.question for a in asks], [a.seed_id for a in asks], [a.source for a in asks],
               [a.heading for a in asks], kb, n]
+    with db.connect(db_path, read_only=True) as con:
+        rows = con.sql(sql, params=params).to_arrow_table()
+    chunks = from_table(rows.drop_columns(["qi", "seed_id"]), Chunk)
+    return [Neighbour(qi, seed_id, chunk)
+            for qi, seed_id, chunk in zip(rows.column("qi").to_pylist(), rows.column("seed_id").to_pylist(), chunks)]
+
+
+def article_chunks(db_path: Path, kb: str, asks: Sequence[HeadingAsk]) -> list[Neighbour]:
+    """Per ask whose `heading` is an article's number as a law writes it ("第六十条"), the first chunk of its
+    source where that article begins (the number opens the chunk, a line or a sentence, and a space follows
+    it: not "依照本法第六十条的规定"); one query."""
+    if not asks:
+        return []
+    cols = ", ".join(f"c.{name}" for name in CANDIDATE_COLUMNS)
+    sql = f"""
+        WITH asks AS (
+            SELECT unnest(?::BIGINT[]) AS qi, unnest(?::VARCHAR[]) AS seed_id, unnest(?::VARCHAR[]) AS source,
+                   unnest(?::VARCHAR[]) AS article)
+        SELECT a.qi, a.seed_id, {cols}
+        FROM asks a JOIN chunks c ON c.kb = ? AND c.source = a.source AND contains(c.content, a.article)
+         AND regexp_matches(c.content, '(?:^|[\\s。；;：:])' || a.article || '[\\s\u3000]')
+        QUALIFY row_number() OVER (PARTITION BY a.qi, a.source, a.article ORDER BY c.chunk_index) = 1
+        ORDER BY a.qi, c.source, c.chunk_index"""
+    params = [[a.question for a in asks], [a.seed_id for a in asks], [a.source for a in asks],
+              [a.heading for a in asks], kb]
     with db.connect(db_path, read_only=True) as con:
         rows = con.sql(sql, params=params).to_arrow_table()
     chunks = from_table(rows.drop_columns(["qi", "seed_id"]), Chunk)

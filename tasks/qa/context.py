@@ -38,6 +38,7 @@ from schemas.qa import RERANK
 from schemas.settings import Settings
 from tasks.qa.extract import values_only
 from tasks.qa.filters import file_lists
+from tasks.qa.gloss import chinese_numeral
 from tasks.qa.types import Candidate, Retrieval, evidence_text
 
 
@@ -105,7 +106,7 @@ def expand_batch(db_path: Path, kb: str, retrievals: Sequence[Retrieval], settin
     whole = small_documents(db_path, kb, [c.chunk.source for _, _, c in seeds],
                             settings.retrieval.context_small_document_chars)
     neighbours += [Neighbour(qi, c.chunk_id, chunk) for qi, _, c in seeds for chunk in whole.get(c.chunk.source, [])]
-    headed = _quoted_headings(db_path, kb, retrievals, seeds) + front
+    headed = _quoted_headings(db_path, kb, retrievals, seeds) + _articles_asked(db_path, kb, retrievals, seeds) + front
     named = {(n.question, n.chunk.chunk_id) for n in headed}
     added: list[set[str]] = [set() for _ in retrievals]
     for n in headed + neighbours:
@@ -134,6 +135,37 @@ def _quoted_headings(db_path: Path, kb: str, retrievals: Sequence[Retrieval],
             asks.setdefault((qi, c.chunk.source, heading_key(heading)), c.chunk_id)
     return headed_chunks(db_path, kb, [HeadingAsk(qi, seed_id, source, heading)
                                        for (qi, source, heading), seed_id in asks.items()], HEADED_CHUNKS)
+
+
+# an article a question names ("Under Article 60 of the PRC Constitution", "根据第十六条"), written as a law writes it
+_ARTICLE_NAMED = re.compile(r"第\s*([0-9]{1,4}|[零一二三四五六七八九十百千]{1,8})\s*条|\barticle\s+([0-9]{1,4})\b",
+                            re.IGNORECASE)
+
+
+def articles_asked(question: str) -> list[str]:
+    """The articles the question names, as a law's text opens them ("Article 60", "第60条" → "第六十条")."""
+    out = []
+    for m in _ARTICLE_NAMED.finditer(question):
+        number = m.group(1) or m.group(2)
+        if number.isdigit():
+            number = chinese_numeral(int(number)) if 0 < int(number) < 10000 else ""
+        if number:
+            out.append(f"第{number}条")
+    return list(dict.fromkeys(out))
+
+
+def _articles_asked(db_path: Path, kb: str, retrievals: Sequence[Retrieval],
+                    seeds: Sequence[tuple[int, int, Candidate]]) -> list:
+    """The chunk where each article a question names begins, in its seeds' documents, however far the seeds
+    are from it: the article ranked next to it ("第六十一条") does not answer what "Article 60" says."""
+    from warehouse.chunks import HeadingAsk, article_chunks
+
+    asks: dict[tuple[int, str, str], str] = {}
+    for qi, _, c in seeds:
+        for article in articles_asked(retrievals[qi].question):
+            asks.setdefault((qi, c.chunk.source, article), c.chunk_id)
+    return article_chunks(db_path, kb, [HeadingAsk(qi, seed_id, source, article)
+                                        for (qi, source, article), seed_id in asks.items()])
 
 
 def _add_table_labels(db_path: Path, kb: str, retrievals: Sequence[Retrieval], out: list[list[Candidate]],

@@ -11,7 +11,7 @@ from schemas.arrow import to_table
 from schemas.chunk import Chunk
 from schemas.qa import RERANK, RRF
 from schemas.settings import Settings
-from tasks.qa.context import build_context, contexts_for, expand_batch, order_for_prompt
+from tasks.qa.context import articles_asked, build_context, contexts_for, expand_batch, order_for_prompt
 from tasks.qa.filters import in_section
 from tasks.qa.types import Candidate, Retrieval
 from warehouse import db
@@ -305,3 +305,25 @@ def test_a_heading_the_question_quotes_is_read_in_the_hits_documents(tmp_path):
     assert [c.chunk_id for c in expand_batch(path, "kb", [eat], s)[0]] == ["unit.docx_4"]
     unquoted = replace(asked, question="在单元测试文档中，第二节下的第二段文字是什么？")
     assert expand_batch(path, "kb", [unquoted], s) == [[]]
+
+
+def test_an_article_the_question_names_is_read_in_the_hits_documents(tmp_path):
+    # prc_constitution.pdf: "Article 60" ranked only the chunk of 第六十一条; 第六十条 opens mid-chunk, after "。"
+    parts = [("第三章 国家机构", "text", "第五十九条 全国人民代表大会由省、自治区、直辖市的人民代表大会选出的代表组成。"
+              "第六十条 全国人民代表大会每届任期五年。"),
+             ("第三章 国家机构", "text", "第六十一条 全国人民代表大会会议每年举行一次。依照本法第六十条的规定……"),
+             ("第三章 国家机构", "text", "第六十二条 全国人民代表大会行使下列职权。")]
+    code = [("第一编 总则", "text", "第六十条 法人以其全部财产独立承担民事责任。")]
+    path = _land(tmp_path, _document("constitution.pdf", parts) + _document("code.pdf", code))
+    records = fetch_chunks(path, "kb", ["constitution.pdf_2"])
+    s = _settings(tmp_path).replace(context_expansion_before=0, context_expansion_after=0)
+    asked = Retrieval("Under Article 60 of the PRC Constitution, how long is each term of the NPC?", "hybrid", RRF,
+                      [Candidate("constitution.pdf_2", score=1.0, chunk=records["constitution.pdf_2"])], 1, None, ["q"])
+    # the chunk the article begins in (not the one citing it), in the hits' documents only, asked for
+    (extra,) = expand_batch(path, "kb", [asked], s)
+    assert [(c.chunk_id, c.expanded_from, c.asked) for c in extra] == [("constitution.pdf_0", "constitution.pdf_2", True)]
+    chinese = replace(asked, question="宪法第60条规定全国人大每届任期几年？")
+    assert [c.chunk_id for c in expand_batch(path, "kb", [chinese], s)[0]] == ["constitution.pdf_0"]
+    missing = replace(asked, question="Under Article 63 of the PRC Constitution, who may be removed from office?")
+    assert expand_batch(path, "kb", [missing], s) == [[]]
+    assert articles_asked("Articles 5 and Article 1260; 第十六条, 第 3 条") == ["第一千二百六十条", "第十六条", "第三条"]
