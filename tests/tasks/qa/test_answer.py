@@ -323,6 +323,12 @@ def test_the_words_describing_the_document_before_its_title_name_it():
     assert "draft NB/T energy-industry" in document_scope(question)
     answer = extractive_answer(question, _context((ics, 0.9), (cover, 0.9), (issuer, 0.9)), S)
     assert answer.text.startswith("ICS\u200227.120.99") and answer.citations == ["part12.docx_0"]
+    # the foreword's sentences hold the title's Chinese and "标准" ("standard"): the ICS line, bilingual, holds the
+    # title's Chinese as each unit of the document does, as terms and as words alike
+    foreword = _chunk("part12.docx_6", "本部分为《核电厂定期安全评价》系列标准的第12部分。本部分由能源行业核电标准化技术委员会提出。",
+                      "text", section_path="前言")
+    answer = extractive_answer(question, _context((ics, 0.9), (cover, 0.9), (issuer, 0.9), (foreword, 0.9)), S)
+    assert answer.text.startswith("ICS\u200227.120.99") and answer.citations == ["part12.docx_0"]
 
 
 def test_the_words_naming_the_document_are_no_evidence_in_a_passage_writing_them_out():
