@@ -950,8 +950,10 @@ _SCOPE_ON = re.compile(rf"\bthe\s+(?:\S+\s+){{0,3}}(?:{_DOCUMENT_WORDS}|notes)\s
                        r"([^,，?？()（）]{6,80}?(?:\s*\([^()]{2,60}\))?)(?=\s*[,，?？]|\s*$)", re.IGNORECASE)
 
 # the words before the word for a document say which it is: "the draft NB/T energy-industry standard", "the
-# titanium standard" (a question asking the cover's ICS number of that standard does not ask for "NB/T")
-_SCOPE_KIND = re.compile(rf"\bthe\s+((?:[\w/.-]+\s+){{1,4}})(?:{_DOCUMENT_WORDS})\b", re.IGNORECASE)
+# titanium standard" (a question asking the cover's ICS number of that standard does not ask for "NB/T"); a word
+# taking an object is a verb ("must … the central government report their local regulations")
+_SCOPE_KIND = re.compile(rf"\bthe\s+((?:[\w/.-]+\s+){{1,4}})(?:{_DOCUMENT_WORDS})\b"
+                         r"(?!\s+(?:their|its|his|her|them|the|a|an|to|that)\b)", re.IGNORECASE)
 
 
 def document_scope(question: str) -> str:

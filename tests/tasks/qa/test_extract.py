@@ -630,6 +630,9 @@ def test_a_quoted_title_beside_a_document_word_names_the_document():
     assert document_scope("According to the draft Part 1 (General Requirements) of the NB/T nuclear power plant "
                           "periodic safety review standard, what methods must analysts master?").endswith("standard")
     assert document_scope("Under the PRC Civil Code, who may sublet?") == "PRC Civil Code"
+    # "report" taking an object is a verb, not the word for a document
+    assert document_scope("Under the PRC Constitution, to which body must provinces directly under the central "
+                          "government report their local regulations for the record?") == "PRC Constitution"
     assert document_scope("In Table 2-1 of the DB2 for i RCAC Redpaper (the columns of the FUNCTION_USAGE view), what "
                           "does ALLOWED mean?") == "Table 2-1 of the DB2 for i RCAC Redpaper"
 
