@@ -949,10 +949,11 @@ _SCOPE_QUOTED = re.compile(rf"\b(?:{_DOCUMENT_WORDS}|article|book)\s+"
 _SCOPE_ON = re.compile(rf"\bthe\s+(?:\S+\s+){{0,3}}(?:{_DOCUMENT_WORDS}|notes)\s+on\s+"
                        r"([^,，?？()（）]{6,80}?(?:\s*\([^()]{2,60}\))?)(?=\s*[,，?？]|\s*$)", re.IGNORECASE)
 
-# the words before the word for a document say which it is: "the draft NB/T energy-industry standard", "the
-# titanium standard" (a question asking the cover's ICS number of that standard does not ask for "NB/T"); a word
-# taking an object is a verb ("must … the central government report their local regulations")
-_SCOPE_KIND = re.compile(rf"\bthe\s+((?:[\w/.-]+\s+){{1,4}})(?:{_DOCUMENT_WORDS})\b"
+# the words before the word for a document, and that word, say which it is: "the draft NB/T energy-industry
+# standard", "the titanium standard" (a foreword's "系列标准" names the standard, as its cover's "NB/T" does: neither
+# answers a question asking its ICS number); a word taking an object is a verb ("must … the central government
+# report their local regulations")
+_SCOPE_KIND = re.compile(rf"\bthe\s+((?:[\w/.-]+\s+){{1,4}}(?:{_DOCUMENT_WORDS}))\b"
                          r"(?!\s+(?:their|its|his|her|them|the|a|an|to|that)\b)", re.IGNORECASE)
 
 

@@ -630,6 +630,8 @@ def test_a_quoted_title_beside_a_document_word_names_the_document():
     assert document_scope("According to the draft Part 1 (General Requirements) of the NB/T nuclear power plant "
                           "periodic safety review standard, what methods must analysts master?").endswith("standard")
     assert document_scope("Under the PRC Civil Code, who may sublet?") == "PRC Civil Code"
+    # the word for the document is part of its name ("standard" of "the titanium standard", a foreword's 标准)
+    assert document_scope("What grades does the titanium standard list?") == "titanium standard"
     # "report" taking an object is a verb, not the word for a document
     assert document_scope("Under the PRC Constitution, to which body must provinces directly under the central "
                           "government report their local regulations for the record?") == "PRC Constitution"
