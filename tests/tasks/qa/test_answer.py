@@ -760,3 +760,15 @@ def test_a_line_item_glossed_whole_names_its_row_over_one_holding_its_words_apar
     ctx = _context((sheet, 0.8))
     answer = extractive_answer("What total current liabilities does the forecast balance sheet show for 2022?", ctx, S)
     assert answer.text == "流动负债合计 — 2022: 14186[ref:broker.pdf_24]"
+
+
+def test_a_chinese_unit_is_also_read_by_what_its_words_say_in_english():
+    # prc_constitution.pdf as landed: the question's glosses of "responsibility" (职责, 责任) are the other article's;
+    # 负责 (of 负责制) is "responsible; responsibility" in CC-CEDICT, read forwards
+    duty = _chunk("constitution.pdf_9", "全国各族人民、一切国家机关和武装力量、各政党和各社会团体、各企业事业组织，都必须以宪法为根本的"
+                  "活动准则，并且负有维护宪法尊严、保证宪法实施的职责。", "text")
+    heads = _chunk("constitution.pdf_42", "第一百零五条 地方各级人民政府是地方各级国家权力机关的执行机关，是地方各级国家行政机关。"
+                   "地方各级人民政府实行省长、市长、县长、区长、乡长、镇长负责制。", "text")
+    question = "Under the PRC Constitution, what responsibility system do local people's governments at all levels practise?"
+    answer = extractive_answer(question, _context((duty, 0.9), (heads, 0.8)), S)
+    assert answer.text.startswith("地方各级人民政府实行省长") and answer.citations == ["constitution.pdf_42"]
