@@ -42,7 +42,7 @@ from tasks.qa.extract import (COUNT_WORDS, LAST, ORDINAL_WORDS, answers_what_is_
                               shortest_clause, table_cell, terms, without_scope)
 from tasks.qa.filters import file_lists
 from tasks.common.text import bigram_hit_rate, bigrams, clean_text, tokenize
-from tasks.qa.gloss import chinese_numeral, english_glosses, gloss_terms, senses, translatable
+from tasks.qa.gloss import chinese_numeral, english_glosses, gloss_terms, headwords, sense_stems, stem, translatable
 from tasks.qa.types import Retrieval, evidence_text
 
 # seed 001 §8.2, with the citation form made explicit (our refs are chunk ids, not numbers)
@@ -585,21 +585,6 @@ def _vocabulary(context: Context) -> frozenset[str]:
     return frozenset().union(*(words(evidence_text(c.chunk)) for c in context.chunks))
 
 
-def _stem(word: str) -> str:
-    """An English word without its inflection ("reduced", "reduces", "reduce" → "reduc")."""
-    for suffix in ("ing", "ed", "es", "s", "e"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[:-len(suffix)]
-    return word
-
-
-@lru_cache(maxsize=65536)
-def _sense_stems(word: str) -> frozenset[str]:
-    """The stems of the English words CC-CEDICT gives for a Chinese word (its senses, read forwards)."""
-    return frozenset(_stem(e) for e in senses().get(word, ())) if len(word) >= 2 and "\u3400" <= word[0] \
-        else frozenset()
-
-
 class _Unit(NamedTuple):
     """An evidence unit an extractive answer may quote: a sentence, a table row, or a table cell."""
 
@@ -614,7 +599,7 @@ class _Unit(NamedTuple):
     sentence: bool  # a sentence (may be cut to its clause), not a table unit
     translated: bool = False  # matched by what the question's words translate to too (the other language's)
     cell: bool = False  # a table's cell, matched by its row and column (`table_cell`), not by its own words
-    said: frozenset[str] = frozenset()  # an English question's terms its Chinese words' senses say (`_sense_stems`)
+    said: frozenset[str] = frozenset()  # the question's terms its words mean (`sense_stems`, `headwords`)
     said_words: frozenset[str] = frozenset()  # the same, as jieba words
 
 
@@ -811,8 +796,8 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     best); a best line opening a list (ending ":") is quoted with the best item of its list, and a best sentence
     the question restates (no word beside the question's) with the sentence after it. An English question
     reads a Chinese chunk by the Chinese its words translate to, a Chinese question an English chunk by the
-    English (`_glossed`, at GLOSS_WEIGHT), and a Chinese unit by the English its words mean too (CC-CEDICT
-    read forwards, at GLOSS_WEIGHT); a question asking a list's
+    English (`_glossed`, at GLOSS_WEIGHT), and by what its own words mean in the question's language too (CC-CEDICT
+    both ways, at GLOSS_WEIGHT); a question asking a list's
     n-th item ("the seventh", "the last", numbered "(二)" or "2.", its list's opening line read with
     it, even from the chunk before) gives that item ORDINAL_BONUS, and one asking what comes right
     after a named item the unit after it; words naming another source of
@@ -849,11 +834,13 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     naming = _naming_terms(question, q_plain, context, scope_glosses)
     qw = words(glossed) - said_ordinal
     gloss_only, gloss_words = q - q_plain, qw - words(question)
-    # an English question's own words, which a Chinese unit says by its words' senses (负责: "responsible;
-    # responsibility"), beside the question's glosses, which miss many
-    english_terms = {t: _stem(t) for t in q_plain if t.isascii() and t.isalpha()} if english else {}
-    english_words = {w: _stem(w) for w in words(question)
+    # the question's own words, which a unit in the other language says by what its words mean (负责: "responsible;
+    # responsibility"; "average": 平均), beside the question's glosses, which miss many: a translation both ways
+    english_terms = {t: stem(t) for t in q_plain if t.isascii() and t.isalpha()} if english else {}
+    english_words = {w: stem(w) for w in words(question)
                      if w.isascii() and terms(w) and terms(w) <= english_terms.keys()}
+    chinese_words = frozenset(w for w in words(question) if len(w) >= 2 and "\u3400" <= w[0]) if not english \
+        else frozenset()
     asked_heading, headings_asked = heading_asked(question), set()  # (and symbol list entries asked)
     symbols = symbols_asked(question)
     # (the chunk whose heading the question writes out, when it asks the n-th paragraph under it)
@@ -930,9 +917,13 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
                 unit_words |= words(setting)
             said, said_words = frozenset(), frozenset()
             if translated and english_terms:
-                stems = frozenset().union(*(_sense_stems(w) for w in words(unit)))
+                stems = frozenset().union(*(sense_stems(w) for w in words(unit)))
                 said = frozenset(t for t, st in english_terms.items() if st in stems) - foreign
                 said_words = frozenset(w for w, st in english_words.items() if st in stems) - foreign_words
+            elif translated and chinese_words:
+                heads = frozenset().union(*(headwords(w) for w in words(unit)))
+                said_words = (chinese_words & heads) - foreign_words
+                said = terms(" ".join(said_words)) - foreign
             units.append(_Unit(((terms(unit) - negated) | terms(setting) | subject) - foreign,
                                (unit_words | subject_words) - foreign_words,
                                -1.0 if restated else 0.0, credit, order, pos, unit, c.chunk_id,
@@ -989,7 +980,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
             shared -= naming_only - subject
         hit = (bigram_share(shared) + word_share(found_words & qw)) / 2 if qw else bigram_share(shared)
         said = (said & q) - shared - naming_only
-        if said:  # what its words' senses say, a guess as a gloss is
+        if said:  # what its words mean in the question's language, a guess as a gloss is
             hit += GLOSS_WEIGHT * (bigram_share(said) + word_share((said_words & qw) - found_words)) / 2
         if aside and shared - naming_only - subject <= aside:
             hit *= 0.5  # it states what the question sets aside ("公民在法律面前一律平等" of "besides … equal before the law")

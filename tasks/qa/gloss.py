@@ -13,7 +13,8 @@ senses cost nothing unless the corpus speaks of them; BM25's idf weighs the rest
 answer (`tasks.qa.answer.extractive_answer`) reads a Chinese chunk by the glosses its context uses,
 and an English chunk by the English a Chinese question's words translate to (CC-CEDICT read forwards,
 `english_glosses`): "红皮书引用的研究称，2013年全球数据泄露的平均成本上升了多少" is answered by "Studies
-… revealed that the average cost of a data breach increased in 2013 by 15% globally".
+… revealed that the average cost of a data breach increased in 2013 by 15% globally". It also reads a unit by
+what its own words mean in the question's language (`sense_stems`, `headwords`): a translation found both ways.
 """
 from __future__ import annotations
 
@@ -113,6 +114,28 @@ def _forms(word: str) -> list[str]:
         if word.endswith("ing"):
             out += [word[:-3], word[:-3] + "e"]
     return out
+
+
+def stem(word: str) -> str:
+    """An English word without its inflection ("reduced", "reduces", "reduce" → "reduc")."""
+    for suffix in ("ing", "ed", "es", "s", "e"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[:-len(suffix)]
+    return word
+
+
+@lru_cache(maxsize=65536)
+def sense_stems(word: str) -> frozenset[str]:
+    """The stems of the English words CC-CEDICT gives for a Chinese word (its senses, read forwards)."""
+    return frozenset(stem(e) for e in senses().get(word, ())) if _CJK.match(word) else frozenset()
+
+
+@lru_cache(maxsize=65536)
+def headwords(word: str) -> frozenset[str]:
+    """The Chinese headwords CC-CEDICT gives an English word (read backwards), inflected forms too."""
+    table = glossary()
+    return frozenset().union(*(table.get(form, frozenset()) for form in _forms(word))) \
+        if word.isascii() and word.isalpha() else frozenset()
 
 
 # a title or a quoted name is written as the document writes it, not in the language the question asks in

@@ -772,3 +772,16 @@ def test_a_chinese_unit_is_also_read_by_what_its_words_say_in_english():
     question = "Under the PRC Constitution, what responsibility system do local people's governments at all levels practise?"
     answer = extractive_answer(question, _context((duty, 0.9), (heads, 0.8)), S)
     assert answer.text.startswith("地方各级人民政府实行省长") and answer.citations == ["constitution.pdf_42"]
+
+
+def test_an_english_unit_is_also_read_by_what_its_words_say_in_chinese():
+    # redp5110_sampled.md as landed: the abstract (ranked first, naming the document) and the breach study's
+    # sentence, whose words the question's words translate to (平均 "average", 记录 "record", 敏感 "sensitive") and
+    # which CC-CEDICT read backwards translates to the question's words again: a translation both ways
+    abstract = _chunk("redp.md_1", "This IBM Redpaper publication provides information about the IBM i 7.2 feature of "
+                      "IBM DB2 for i Row and Column Access Control (RCAC).", "text")
+    study = _chunk("redp.md_13", "The average cost that is incurred for each lost record containing sensitive "
+                   "information increased more than 9% to $145 per record.", "text")
+    question = "IBM关于DB2 for i行列访问控制（RCAC）的红皮书提到，每条含敏感信息的丢失记录所产生的平均成本上升了多少？"
+    answer = extractive_answer(question, _context((abstract, 0.9), (study, 0.6)), S)
+    assert answer.citations[0] == "redp.md_13" and "more than 9%" in answer.text
