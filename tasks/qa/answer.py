@@ -954,10 +954,12 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     bigram_share = _shares(q, [u.terms for u in units], frozenset(), gloss_only)
     about = focus(question)
     word_share = _shares(qw, [u.words for u in units], words(about), gloss_words)
-    # "主管会计工作负责人:周亚琳": a unit stating the asked-about thing as a label with its value; a
-    # glossary line, it and a short phrase ("NNSA 国家核安全局", not the sentence "JAXR API是在JCP下开发的，…")
-    labelled = re.compile(rf"{re.escape(about)}\s*[:：]\s*\S|^\s*{re.escape(about)}\s+[^，。,;；:：]{{1,{GLOSSARY_MAX_CHARS}}}$") \
-        if len(about) >= 2 else None
+    # "主管会计工作负责人:周亚琳": a unit stating the asked-about thing as a label with its value, or defining it
+    # ("最新安全实践指反映…的实践或方法" of "“最新安全实践”指的是什么"); a glossary line, it and a short phrase ("NNSA
+    # 国家核安全局", not the sentence "JAXR API是在JCP下开发的，…")
+    named = re.escape(about.strip("“”\"'‘’「」《》"))
+    labelled = re.compile(rf"{named}\s*(?:[:：]|(?:是|系)?指(?!出))\s*\S"
+                          rf"|^\s*{named}\s+[^，。,;；:：]{{1,{GLOSSARY_MAX_CHARS}}}$") if len(named) >= 2 else None
     after_anchor = _after_anchor(question, units)
     aside = _set_aside(question, context)
     scored = []

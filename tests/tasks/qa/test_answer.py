@@ -488,6 +488,12 @@ def test_a_line_giving_the_asked_about_label_its_value_answers():
     ctx = _context((declaration, 0.9), (footer, 0.6))
     assert extractive_answer("比亚迪2025年一季报中的主管会计工作负责人是谁？", ctx, S).citations == ["byd.pdf_21"]
     assert "王传福" in extractive_answer("比亚迪的法定代表人是谁？", ctx, S).text
+    # a quoted term asked about is defined by the line "X指…" (nbt_npp_periodic_safety_review_part12_design_draft.docx)
+    steps = _chunk("part12.docx_23", "资料收集\n1. 收集核电厂设计资料。\n2. 收集最新安全实践。", "text")
+    term = _chunk("part12.docx_24", "最新安全实践指反映当前同类机组最新安全水平的实践或方法；", "text")
+    answer = extractive_answer("《核电厂定期安全评价 第12部分：设计》征求意见稿的资料收集环节中，“最新安全实践”指的是什么？",
+                               _context((steps, 0.9), (term, 0.6)), S)
+    assert answer.text.startswith("最新安全实践指反映当前同类机组")
 
 
 def test_a_spaced_dot_leader_is_a_table_of_contents_line_and_an_ellipsis_is_not():
