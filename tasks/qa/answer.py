@@ -293,7 +293,7 @@ def evidence_units(chunk, numbered_items: bool = False, opening: str = "") -> li
     with the header row before it (a row's numbers mean nothing without the column names).
     `numbered_items` (the question asks a list's n-th item): "2." items are quoted with their list's
     opening line as "（二）" items always are; else the opening line's words would weigh less by being
-    in every item. `opening`: the line opening a list the chunk before ended with ("第十七条 …的任务是:")."""
+    in every item. `opening`: the line opening a list still open where the chunk starts ("第十七条 …的任务是:")."""
     if chunk.chunk_type in GRIDS and " | " in chunk.content:
         form = form_lines(chunk.content)
         if form is not None:
@@ -302,6 +302,13 @@ def evidence_units(chunk, numbered_items: bool = False, opening: str = "") -> li
         rows = [line for line in lines if " | " in line and not set(line) <= set("|-: ")]
         if len(rows) > 1:
             return [f"{rows[0]}：{row}" for row in rows[1:]] + table_notes(chunk)
+    return _sentence_units(chunk, numbered_items, opening)[0]
+
+
+def _sentence_units(chunk, numbered_items: bool, opening: str, in_item: bool = False) -> tuple[list[str], str, bool]:
+    """A chunk's sentences as `evidence_units` quotes them, the line opening a list still open at its end (the
+    chunk ends with it, or with an item of its list: "（十九）…" of "…行使下列职权:"; "" when none is), and whether
+    it ends with an item. `in_item`: the chunk before ended with an item, which the chunk may go on with."""
     units = sentences(evidence_text(chunk))
     # a sentence opening with a pronoun ("It featured early examples of cut, copy, and paste.") or with
     # no subject ("由 zepinglee 开发") names its subject in the sentence before; one ending with a colon
@@ -312,6 +319,8 @@ def evidence_units(chunk, numbered_items: bool = False, opening: str = "") -> li
         if i and _PRONOUN_START.match(u):
             u = _join(units[i - 1], u)
         item = bool((_NUMBERED_ITEM if numbered_items else _LIST_ITEM).match(u))
+        # the chunk opening with the rest of the item the chunk before ended with ("国家预算…调整方案；(六)…")
+        item = item or (i == 0 and in_item and bool(opening) and not _ARTICLE.match(u))
         if item and intro and not (i and units[i - 1].endswith((":", "："))):
             u = _join(intro, u)
         if i + 1 < len(units) and u.endswith((":", "：")):
@@ -321,7 +330,9 @@ def evidence_units(chunk, numbered_items: bool = False, opening: str = "") -> li
             opened = _OPENS_LIST.match(u)
             intro = opened.group(1) if opened else ""
         joined.append(u)
-    return joined
+    if units and units[-1].endswith((":", "：")):
+        return joined, units[-1], False
+    return joined, intro, bool(units) and item
 
 
 _NOTE_LINE = re.compile(r"^\s*注|[。.；;]\s*$")
@@ -851,9 +862,15 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     naming_only = scope_only_terms(question) | (scope_glosses if glossed is not question else frozenset())
     # a list of the corpus's files (a SOURCES.md) says nothing of what they say
     catalogues = {c.chunk_id for c in file_lists(question, context.chunks)}
-    # a list the chunk before opens ("第十七条 职工代表大会工作机构的任务是:" ending it, "（一）…" after)
-    openings = {(c.source, c.chunk.chunk_index): sentences(evidence_text(c.chunk))[-1] for c in context.chunks
-                if c.chunk.chunk_type not in GRIDS and evidence_text(c.chunk).rstrip().endswith((":", "："))}
+    # a list the chunks before open ("第十七条 职工代表大会工作机构的任务是:" ending the one before, "（一）…" after;
+    # "第六十七条 全国人民代表大会常务委员会行使下列职权:" three chunks before "（二十）…", each in the context)
+    prose: dict[str, list[str]] = {}
+    still_open: dict[tuple[str, int], tuple[str, bool]] = {}
+    for c in sorted(context.chunks, key=lambda c: (c.source, c.chunk.chunk_index)):
+        if c.chunk.chunk_type not in GRIDS:
+            opening, in_item = still_open.get((c.source, c.chunk.chunk_index - 1), ("", False))
+            prose[c.chunk_id], *ends = _sentence_units(c.chunk, ordinal is not None, opening, in_item)
+            still_open[(c.source, c.chunk.chunk_index)] = tuple(ends)
     labels = row_labels(context.chunks)  # a line of its own right before a table of values ("0°C≤T<5°C")
     contents_asked = bool(ASKS_CONTENTS.search(question))
     caption_asked = bool(_ASKS_CAPTION.search(question) and _NAMES_GRID.search(question))
@@ -888,7 +905,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
                                0, cell[1], c.chunk_id, False, translated, True))
         # beside its cell, a table answers with its notes ("注：…", a limit stated under it)
         quoted, lead = entries if entries is not None else table_notes(c.chunk) if cell is not None else \
-            evidence_units(c.chunk, ordinal is not None, openings.get((c.source, c.chunk.chunk_index - 1), "")), ""
+            prose.get(c.chunk_id) or evidence_units(c.chunk, ordinal is not None), ""
         article = ""
         for pos, unit in enumerate(quoted):
             # a part after "；" is said in the setting its sentence's first part gives ("第三季度收入…至38.9

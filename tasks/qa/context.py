@@ -11,7 +11,10 @@
   COVER_CHUNKS chunks; its index chunks or contents section), however far the hit is from them,
   admitted first as asked chunks are; a
   heading the question quotes is read in the seeds' documents (its first HEADED_CHUNKS chunks,
-  asked: admitted before the kept chunks, past the soft limit too, ranked or not); the short line right
+  asked: admitted before the kept chunks, past the soft limit too, ranked or not), and so is the
+  chunk where an article the question names begins ("Article 60", `articles_asked`) and, for a seed
+  inside a Chinese list ("（二十）…"), the chunks back to the line opening it (`continues_list`: who
+  the items are said of, "…常务委员会行使下列职权:"); the short line right
   before a table in the context, which may label the table's rows (`row_label`); and the whole of a
   document a seed is from when it is `context_small_document_chars` long at most (a one-page rules
   sheet's table two sections after the article ranked), after the seeds' own sections.
@@ -106,7 +109,8 @@ def expand_batch(db_path: Path, kb: str, retrievals: Sequence[Retrieval], settin
     whole = small_documents(db_path, kb, [c.chunk.source for _, _, c in seeds],
                             settings.retrieval.context_small_document_chars)
     neighbours += [Neighbour(qi, c.chunk_id, chunk) for qi, _, c in seeds for chunk in whole.get(c.chunk.source, [])]
-    headed = _quoted_headings(db_path, kb, retrievals, seeds) + _articles_asked(db_path, kb, retrievals, seeds) + front
+    headed = _quoted_headings(db_path, kb, retrievals, seeds) + _articles_asked(db_path, kb, retrievals, seeds) + front \
+        + _list_openers(db_path, kb, seeds)
     named = {(n.question, n.chunk.chunk_id) for n in headed}
     added: list[set[str]] = [set() for _ in retrievals]
     for n in headed + neighbours:
@@ -166,6 +170,39 @@ def _articles_asked(db_path: Path, kb: str, retrievals: Sequence[Retrieval],
             asks.setdefault((qi, c.chunk.source, article), c.chunk_id)
     return article_chunks(db_path, kb, [HeadingAsk(qi, seed_id, source, article)
                                         for (qi, source, article), seed_id in asks.items()])
+
+
+LIST_OPENER_CHUNKS = 3  # how far back the line opening a list a seed continues is looked for
+_ITEM_MARK = re.compile(r"[（(]([一二三四五六七八九十]{1,3})[)）]")  # a Chinese list's item ("（二十）"), not "(2)"
+_OPENER = re.compile(r"[:：]\s*$|[:：]\s*[（(]一[)）]", re.MULTILINE)
+
+
+def continues_list(text: str) -> bool:
+    """Whether the text starts inside a list opened before it: an item ("（十九）…") comes before any line
+    opening a list ("…行使下列职权:"), and it is not the first."""
+    item, opener = _ITEM_MARK.search(text), _OPENER.search(text)
+    return item is not None and item.group(1) != "一" and (opener is None or item.start() < opener.start())
+
+
+def _list_openers(db_path: Path, kb: str, seeds: Sequence[tuple[int, int, Candidate]]) -> list:
+    """For each text seed inside a list opened chunks before it ("（二十）决定…进入紧急状态" of "第六十七条 全国人民代表大会
+    常务委员会行使下列职权:" three chunks back), the chunks back to the one opening the list, nearest first, at most
+    LIST_OPENER_CHUNKS, admitted as asked chunks are: who the items are said of is in its opening line."""
+    from warehouse.chunks import SectionSeed, section_neighbours
+
+    inside = [(qi, rank, c) for qi, rank, c in seeds
+              if c.chunk.chunk_type == TEXT and continues_list(evidence_text(c.chunk))]
+    found = section_neighbours(db_path, kb, [
+        SectionSeed(qi, rank, c.chunk_id, c.chunk.source, c.chunk.section_path, c.chunk.chunk_index)
+        for qi, rank, c in inside], before=LIST_OPENER_CHUNKS, after=0)
+    out, done = [], set()
+    for n in found:  # per seed, nearest first
+        if (n.question, n.seed_id) in done or n.chunk.chunk_type != TEXT:
+            continue
+        out.append(n)
+        if not continues_list(evidence_text(n.chunk)):
+            done.add((n.question, n.seed_id))
+    return out
 
 
 def _add_table_labels(db_path: Path, kb: str, retrievals: Sequence[Retrieval], out: list[list[Candidate]],

@@ -791,3 +791,22 @@ def test_an_english_unit_is_also_read_by_what_its_words_say_in_chinese():
     question = "IBM关于DB2 for i行列访问控制（RCAC）的红皮书提到，每条含敏感信息的丢失记录所产生的平均成本上升了多少？"
     answer = extractive_answer(question, _context((abstract, 0.9), (study, 0.6)), S)
     assert answer.citations[0] == "redp.md_13" and "more than 9%" in answer.text
+
+
+def test_an_item_is_quoted_with_the_line_opening_its_list_chunks_before():
+    # prc_constitution.pdf as landed: chunk 27 opens the Standing Committee's powers, chunk 28 goes on with the
+    # rest of item (五), chunk 30's "(二十)" names no body: the opening line, three chunks back, does
+    opener = _chunk("constitution.pdf_27", "委员长、副委员长连续任职不得超过两届。第六十七条 全国人民代表大会常务委员会行使下列职权:"
+                    "(一)解释宪法，监督宪法的实施；(五)审查和批准国民经济和社会发展计划、", "text")
+    rest = _chunk("constitution.pdf_28", "国家预算在执行过程中所必须作的部分调整方案；(六)监督国务院的工作；", "text")
+    more = _chunk("constitution.pdf_29", "(十三)决定驻外全权代表的任免；", "text")
+    item = _chunk("constitution.pdf_30", "(十九)决定全国总动员或者局部动员；(二十)决定全国或者个别省、自治区、直辖市进入紧急状态；",
+                  "text")
+    council = _chunk("constitution.pdf_38", "第八十九条 国务院行使下列职权:(十六)依照法律规定决定省、自治区、直辖市的范围内部分地区"
+                     "进入紧急状态；", "text")
+    question = "根据宪法，决定全国或者个别省、自治区、直辖市进入紧急状态的是哪个机关？"
+    ctx = _context((council, 0.9), (opener, 0.5), (rest, 0.6), (more, 0.3), (item, 0.5))
+    assert extractive_answer(question, ctx, S).text.startswith("第六十七条 全国人民代表大会常务委员会行使下列职权: (二十)决定全国")
+    # with a chunk of the list missing from the context, nothing says whose the item is
+    gap = _context((council, 0.9), (opener, 0.5), (rest, 0.6), (item, 0.5))
+    assert extractive_answer(question, gap, S).text.startswith("(二十)决定全国")

@@ -11,7 +11,8 @@ from schemas.arrow import to_table
 from schemas.chunk import Chunk
 from schemas.qa import RERANK, RRF
 from schemas.settings import Settings
-from tasks.qa.context import articles_asked, build_context, contexts_for, expand_batch, order_for_prompt
+from tasks.qa.context import (articles_asked, build_context, contexts_for, continues_list, expand_batch,
+                              order_for_prompt)
 from tasks.qa.filters import in_section
 from tasks.qa.types import Candidate, Retrieval
 from warehouse import db
@@ -327,3 +328,23 @@ def test_an_article_the_question_names_is_read_in_the_hits_documents(tmp_path):
     missing = replace(asked, question="Under Article 63 of the PRC Constitution, who may be removed from office?")
     assert expand_batch(path, "kb", [missing], s) == [[]]
     assert articles_asked("Articles 5 and Article 1260; 第十六条, 第 3 条") == ["第一千二百六十条", "第十六条", "第三条"]
+
+
+def test_the_chunks_back_to_the_line_opening_a_list_a_hit_is_inside_are_read(tmp_path):
+    # prc_constitution.pdf as landed: "（二十）决定…进入紧急状态" (chunk 30) is an item of the list chunk 27 opens
+    parts = [("第三章 > 第一节", "text", "委员长、副委员长连续任职不得超过两届。第六十七条 全国人民代表大会常务委员会行使下列职权:"
+              "(一)解释宪法，监督宪法的实施；(二)制定和修改法律；(三)审查和批准国民经济和社会发展计划、"),
+             ("第三章 > 第一节", "text", "国家预算在执行过程中所必须作的部分调整方案；(四)监督国务院的工作；"),
+             ("第三章 > 第一节", "text", "(五)决定驻外全权代表的任免；(六)决定全国或者个别省、自治区、直辖市进入紧急状态；"),
+             ("第三章 > 第一节", "text", "第六十八条 委员长主持全国人民代表大会常务委员会的工作。")]
+    path = _land(tmp_path, _document("constitution.pdf", parts))
+    records = fetch_chunks(path, "kb", ["constitution.pdf_2", "constitution.pdf_3"])
+    s = _settings(tmp_path).replace(context_expansion_before=0, context_expansion_after=0)
+    (extra,) = expand_batch(path, "kb", [retrieval(records, [("constitution.pdf_2", 0.9)])], s)
+    # nearest first, back to the chunk opening the list, admitted as asked chunks are
+    assert [(c.chunk_id, c.expanded_from, c.asked) for c in extra] == [
+        ("constitution.pdf_1", "constitution.pdf_2", True), ("constitution.pdf_0", "constitution.pdf_2", True)]
+    # a hit that is no list's item reads none
+    assert expand_batch(path, "kb", [retrieval(records, [("constitution.pdf_3", 0.9)])], s) == [[]]
+    assert continues_list("(十九)决定全国总动员；") and not continues_list("第六十七条 …行使下列职权:(一)解释宪法；(二)…")
+    assert not continues_list("as shown in (2) and (3)")  # an English text's numbers in brackets are no items
