@@ -645,6 +645,8 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
     best: tuple[float, Cell] | None = None
     rows = _rows(content)
     asked, asked_about = _plain(question), _plain(focus(question))
+    # a label the question sets apart writes no row out ("TA24-1, not TA24 itself", "不是TA24本身")
+    writing = _plain(_NOT_ITSELF.sub(" ", question))
     symbols = _symbols_asked(question)
     ratio = bool(_ASKS_RATIO.search(question))  # "持股比例", "毛利率": a percentage answers
     subject = subject | scope_only_terms(question)
@@ -736,7 +738,7 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
             # a range's label is written out by its numbers, signs kept, whatever its symbols ("-15℃C≤T<-10℃"
             # as OCR read it, "-15℃≤T<-10℃" in the question; not "10°℃≤T<15℃")
             label_numbers = _signed_decimals(name)
-            written = (len(_plain(name)) >= 2 and _writes(asked, _plain(name)) and bool(terms(name) - subject)) or \
+            written = (len(_plain(name)) >= 2 and _writes(writing, _plain(name)) and bool(terms(name) - subject)) or \
                 (len(label_numbers) >= 2 and label_numbers <= asked_numbers and not _HAS_LETTERS.search(name)
                  and _RANGE_SIGN.search(name) is not None) \
                 or bool(quoted) or at_place
@@ -822,6 +824,9 @@ def _uncited(cell: str) -> str:
 # `_OCR_LOOKALIKES` and the 4 OCR reads as A, which an element symbol never holds
 _GRADE_LOOKALIKES = str.maketrans("104i", "loal")
 _GRADE = re.compile(r"^[a-z]{1,3}[0-9]|^[a-z]{2}a$")  # "ta12", "tc4eli"; "tca" as OCR read "TC4"
+
+
+_NOT_ITSELF = re.compile(r"\b(?:not|rather than)\s+(?:the\s+)?\S+\s+itself\b|(?:不是|而非|并非)\S{1,20}?本身", re.IGNORECASE)
 
 
 def _writes(asked: str, label: str) -> bool:
