@@ -136,6 +136,15 @@ class Neighbour:
     chunk: Chunk  # CANDIDATE_COLUMNS filled
 
 
+def _neighbours(db_path: Path, sql: str, params: list) -> list[Neighbour]:
+    """Run a query selecting (qi, seed_id, CANDIDATE_COLUMNS…) as the chunks found for questions' seeds."""
+    with db.connect(db_path, read_only=True) as con:
+        rows = con.sql(sql, params=params).to_arrow_table()
+    chunks = from_table(rows.drop_columns(["qi", "seed_id"]), Chunk)
+    return [Neighbour(qi, seed_id, chunk)
+            for qi, seed_id, chunk in zip(rows.column("qi").to_pylist(), rows.column("seed_id").to_pylist(), chunks)]
+
+
 def section_neighbours(db_path: Path, kb: str, seeds: Sequence[SectionSeed], *, before: int,
                        after: int) -> list[Neighbour]:
     """Per seed, the other chunks of its source from `before` before it to `after` after it whose
@@ -161,11 +170,7 @@ def section_neighbours(db_path: Path, kb: str, seeds: Sequence[SectionSeed], *, 
     params = [[s.question for s in seeds], [s.rank for s in seeds], [s.chunk_id for s in seeds],
               [s.source for s in seeds], [s.section_path for s in seeds], [s.chunk_index for s in seeds],
               kb, before, after]
-    with db.connect(db_path, read_only=True) as con:
-        rows = con.sql(sql, params=params).to_arrow_table()
-    chunks = from_table(rows.drop_columns(["qi", "seed_id"]), Chunk)
-    return [Neighbour(qi, seed_id, chunk)
-            for qi, seed_id, chunk in zip(rows.column("qi").to_pylist(), rows.column("seed_id").to_pylist(), chunks)]
+    return _neighbours(db_path, sql, params)
 
 
 @dataclass(frozen=True)
@@ -202,11 +207,7 @@ def headed_chunks(db_path: Path, kb: str, asks: Sequence[HeadingAsk], n: int) ->
         ORDER BY a.qi, c.source, c.chunk_index"""
     params = [[a.question for a in asks], [a.seed_id for a in asks], [a.source for a in asks],
               [a.heading for a in asks], kb, n]
-    with db.connect(db_path, read_only=True) as con:
-        rows = con.sql(sql, params=params).to_arrow_table()
-    chunks = from_table(rows.drop_columns(["qi", "seed_id"]), Chunk)
-    return [Neighbour(qi, seed_id, chunk)
-            for qi, seed_id, chunk in zip(rows.column("qi").to_pylist(), rows.column("seed_id").to_pylist(), chunks)]
+    return _neighbours(db_path, sql, params)
 
 
 def article_chunks(db_path: Path, kb: str, asks: Sequence[HeadingAsk]) -> list[Neighbour]:
@@ -227,11 +228,7 @@ def article_chunks(db_path: Path, kb: str, asks: Sequence[HeadingAsk]) -> list[N
         ORDER BY a.qi, c.source, c.chunk_index"""
     params = [[a.question for a in asks], [a.seed_id for a in asks], [a.source for a in asks],
               [a.heading for a in asks], kb]
-    with db.connect(db_path, read_only=True) as con:
-        rows = con.sql(sql, params=params).to_arrow_table()
-    chunks = from_table(rows.drop_columns(["qi", "seed_id"]), Chunk)
-    return [Neighbour(qi, seed_id, chunk)
-            for qi, seed_id, chunk in zip(rows.column("qi").to_pylist(), rows.column("seed_id").to_pylist(), chunks)]
+    return _neighbours(db_path, sql, params)
 
 
 def chunk_quality(db_path: Path, kb: str | None = None) -> tuple[list[str], list[tuple]]:
