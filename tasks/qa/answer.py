@@ -888,7 +888,8 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
         # its title ("《…第12部分：设计》为上述15项标准之一") gains nothing from the question naming it
         subject, foreign = naming[c.source]
         subject_words = {w for w in qw if terms(w) and terms(w) <= subject}
-        foreign_words = {w for w in qw if terms(w) and terms(w) <= foreign} | (set() if translated else gloss_words - subject_words)
+        foreign_words = {w for w in qw if terms(w) and terms(w) <= foreign} \
+            | (set() if translated else gloss_words - subject_words)
         foreign = foreign if translated else foreign | (gloss_only - subject)  # its name is held in any language
         # the contents, when asked about, answer by their entries ("3.5 SELECT, INSERT, and UPDATE behavior with RCAC
         # 22"), else by nothing: a cell or a sentence of dotted leaders says nothing of the document

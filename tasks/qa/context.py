@@ -109,8 +109,8 @@ def expand_batch(db_path: Path, kb: str, retrievals: Sequence[Retrieval], settin
     whole = small_documents(db_path, kb, [c.chunk.source for _, _, c in seeds],
                             settings.retrieval.context_small_document_chars)
     neighbours += [Neighbour(qi, c.chunk_id, chunk) for qi, _, c in seeds for chunk in whole.get(c.chunk.source, [])]
-    headed = _quoted_headings(db_path, kb, retrievals, seeds) + _articles_asked(db_path, kb, retrievals, seeds) + front \
-        + _list_openers(db_path, kb, seeds)
+    headed = _quoted_headings(db_path, kb, retrievals, seeds) + _articles_asked(db_path, kb, retrievals, seeds) \
+        + front + _list_openers(db_path, kb, seeds)
     named = {(n.question, n.chunk.chunk_id) for n in headed}
     added: list[set[str]] = [set() for _ in retrievals]
     for n in headed + neighbours:

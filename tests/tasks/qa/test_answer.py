@@ -775,7 +775,8 @@ def test_a_chinese_unit_is_also_read_by_what_its_words_say_in_english():
                   "活动准则，并且负有维护宪法尊严、保证宪法实施的职责。", "text")
     heads = _chunk("constitution.pdf_42", "第一百零五条 地方各级人民政府是地方各级国家权力机关的执行机关，是地方各级国家行政机关。"
                    "地方各级人民政府实行省长、市长、县长、区长、乡长、镇长负责制。", "text")
-    question = "Under the PRC Constitution, what responsibility system do local people's governments at all levels practise?"
+    question = ("Under the PRC Constitution, what responsibility system do local people's governments at all levels "
+                "practise?")
     answer = extractive_answer(question, _context((duty, 0.9), (heads, 0.8)), S)
     assert answer.text.startswith("地方各级人民政府实行省长") and answer.citations == ["constitution.pdf_42"]
 

@@ -322,7 +322,8 @@ def test_an_article_the_question_names_is_read_in_the_hits_documents(tmp_path):
                       [Candidate("constitution.pdf_2", score=1.0, chunk=records["constitution.pdf_2"])], 1, None, ["q"])
     # the chunk the article begins in (not the one citing it), in the hits' documents only, asked for
     (extra,) = expand_batch(path, "kb", [asked], s)
-    assert [(c.chunk_id, c.expanded_from, c.asked) for c in extra] == [("constitution.pdf_0", "constitution.pdf_2", True)]
+    assert [(c.chunk_id, c.expanded_from, c.asked) for c in extra] == [
+        ("constitution.pdf_0", "constitution.pdf_2", True)]
     chinese = replace(asked, question="宪法第60条规定全国人大每届任期几年？")
     assert [c.chunk_id for c in expand_batch(path, "kb", [chinese], s)[0]] == ["constitution.pdf_0"]
     missing = replace(asked, question="Under Article 63 of the PRC Constitution, who may be removed from office?")

@@ -876,8 +876,8 @@ def test_a_label_the_question_writes_only_as_the_start_of_a_longer_one_is_not_wr
     # a label the question sets apart ("not TA24 itself") is no row written out; the composition it gives is
     # the one OCR read closer for TA24 ("Ti-3A1-2Mo-2Zr") than for TA24-1 ("Ti-3A-2Mo-2Zr")
     pair = ("牌号 | 名义化学成分 | Mo\nTA24 | Ti-3A1-2Mo-2Zr | 1.0~2.5\nTA24-1 | Ti-3A-2Mo-2Zr | 1.0~2.0")
-    assert table_cell("Per Table 1 of GB/T 3620.1-2016, what molybdenum (Mo) content range is specified for grade TA24-1 "
-                      "(Ti-3Al-2Mo-2Zr), the -1 variant rather than TA24 itself?", pair).value == "1.0~2.0"
+    assert table_cell("Per Table 1 of GB/T 3620.1-2016, what molybdenum (Mo) content range is specified for grade "
+                      "TA24-1 (Ti-3Al-2Mo-2Zr), the -1 variant rather than TA24 itself?", pair).value == "1.0~2.0"
     assert table_cell("GB/T 3620.1—2016表1（续）中，TA24-1（Ti-3Al-2Mo-2Zr，不是TA24本身）的钼（Mo）含量范围是多少？",
                       pair).value == "1.0~2.0"
     # OCR read "TA7ELI" as "TA7E1I", "TC4" as "TCA"
