@@ -1,7 +1,7 @@
 """Benchmark: offline answers on our own question set (tests/data/docs_qa, issue 13 target 3).
 
     .venv/bin/python bench/docs_qa.py [--home DIR] [--no-ingest] [--out FILE.json] [--compare OLD.json]
-                                      [SPLIT ...]
+                                      [--check FILE.jsonl] [SPLIT ...]
 
 Builds knowledge base `docs` (once, under --home, default /tmp/kbflow-docs; a re-run only checks the
 files) with kbflow's own `ingest` flow from the documents of ../shared/data/docs that parse offline
@@ -10,13 +10,16 @@ questions through the batch-QA path (`tasks.qa.batch.answer_batch`, offline extr
 and prints, per split, has-ans (an expected answer inside the answer) and ctx (inside the context the
 answerer was given). SPLIT is a file stem of tests/data/docs_qa (default: every split). --out writes
 every question's outcome; --compare prints the questions whose has-ans differs from an earlier --out.
-Not part of CI: prints figures only.
+--check validates a new split before it is committed (and answers nothing, so it stays unseen): its rows'
+fields, an expected answer of each question in the text of its gold source's chunks, no question worded
+nearly as one of the committed splits. Not part of CI: prints figures only.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -39,6 +42,51 @@ def corpus_paths() -> list[Path]:
     return [docs / "en", docs / "zh_docx", docs / "SOURCES.md", *pdfs,
             samples / "mineru3.4.4_cloud_api_zip_cvpr2023_ccsam",
             samples / "mineru2.7.6_pipeline_local_svolt_datasheet"]
+
+
+FIELDS = {"qid", "kind", "question", "answers", "gold_sources", "gold_pages"}
+NEAR_DUPLICATE = 0.7  # the share of character bigrams two questions share (Jaccard) to be worded alike
+
+
+def _bigrams(text: str) -> set[str]:
+    text = re.sub(r"[\s,，、]", "", text).lower()
+    return {text[i:i + 2] for i in range(len(text) - 1)}
+
+
+def check_split(path: Path, settings) -> list[str]:
+    """What is wrong with a new split (`--check`): [] when it may be committed."""
+    from warehouse.chunks import kb_chunks
+
+    texts: dict[str, list[str]] = {}
+    for chunk in kb_chunks(settings.db_path, KB):
+        texts.setdefault(chunk.source, []).append(chunk.content)
+    flat = {source: re.sub(r"[\s,，、]", "", " ".join(parts)).lower() for source, parts in texts.items()}
+    committed = [(p.stem, json.loads(line)["question"]) for p in SPLITS.glob("*.jsonl") if p.resolve() != path.resolve()
+                 for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+    worded = [(stem, _bigrams(q)) for stem, q in committed]
+    problems, qids = [], set()
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        if set(row) != FIELDS:
+            problems.append(f"line {n}: fields {sorted(row)}, not {sorted(FIELDS)}")
+            continue
+        if row["qid"] in qids or row["kind"] not in ("table", "text") or not all(a.strip() for a in row["answers"]):
+            problems.append(f"line {n}: a repeated qid, a kind other than table/text, or an empty answer")
+        qids.add(row["qid"])
+        for name in row["gold_sources"]:
+            held = [text for source, text in flat.items() if source == name or source.endswith("/" + name)]
+            if not held:
+                problems.append(f"line {n}: gold source {name!r} is not in the knowledge base")
+            elif not any(re.sub(r"[\s,，、]", "", a).lower() in text for a in row["answers"] for text in held):
+                problems.append(f"line {n}: no expected answer is in the text of {name}")
+        mine = _bigrams(row["question"])
+        alike = next((stem for stem, theirs in worded
+                      if mine and len(mine & theirs) / len(mine | theirs) > NEAR_DUPLICATE), None)
+        if alike:
+            problems.append(f"line {n}: worded nearly as a question of {alike}")
+    return problems
 
 
 def split_key(stem: str) -> tuple[int, str]:
@@ -70,6 +118,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--no-ingest", action="store_true", help="use the knowledge base already under --home")
     parser.add_argument("--out", type=Path, help="write every question's outcome to this JSON file")
     parser.add_argument("--compare", type=Path, help="an earlier --out: print the questions that changed")
+    parser.add_argument("--check", type=Path, help="validate a new split (JSONL) against the knowledge base")
     args = parser.parse_args(argv)
 
     from schemas.settings import load_settings
@@ -94,6 +143,10 @@ def main(argv: list[str]) -> int:
             return super().answer_many(jobs)
 
     settings = load_settings(str(home))
+    if args.check:
+        problems = check_split(args.check, settings)
+        print("\n".join(problems) or f"{args.check}: OK")
+        return 1 if problems else 0
     retriever = load_retriever(settings, KB)
     answerer = RecordingAnswerer(settings)
     floor = cosine_floor(settings, retriever.embedder.model_id)
