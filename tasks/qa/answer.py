@@ -615,6 +615,14 @@ class _Unit(NamedTuple):
 
 
 @lru_cache(maxsize=65536)  # a batch reads the same chunks' sentences for many questions
+def _meanings(text: str, english_question: bool) -> frozenset[str]:
+    """What the words of a unit mean in the question's language: the English stems of a Chinese unit's words
+    (`sense_stems`), the Chinese headwords of an English unit's (`headwords`)."""
+    meaning = sense_stems if english_question else headwords
+    return frozenset().union(*(meaning(w) for w in words(text)))
+
+
+@lru_cache(maxsize=65536)  # a batch reads the same chunks' sentences for many questions
 def words(text: str) -> frozenset[str]:
     """The jieba words of `text` (BM25's tokenizer: no stop words, numbers kept)."""
     return frozenset(tokenize(text))
@@ -935,12 +943,11 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
                 unit_words |= words(setting)
             said, said_words = frozenset(), frozenset()
             if translated and english_terms:
-                stems = frozenset().union(*(sense_stems(w) for w in words(unit)))
+                stems = _meanings(unit, True)
                 said = frozenset(t for t, st in english_terms.items() if st in stems) - foreign
                 said_words = frozenset(w for w, st in english_words.items() if st in stems) - foreign_words
             elif translated and chinese_words:
-                heads = frozenset().union(*(headwords(w) for w in words(unit)))
-                said_words = (chinese_words & heads) - foreign_words
+                said_words = (chinese_words & _meanings(unit, False)) - foreign_words
                 said = terms(" ".join(said_words)) - foreign
             units.append(_Unit(((terms(unit) - negated) | terms(setting) | subject) - foreign,
                                (unit_words | subject_words) - foreign_words,
