@@ -148,7 +148,7 @@ def main(argv: list[str]) -> int:
         print("\n".join(problems) or f"{args.check}: OK")
         return 1 if problems else 0
     retriever = load_retriever(settings, KB)
-    answerer = RecordingAnswerer(settings)
+    answerer = RecordingAnswerer(settings, encoder=lambda: retriever.embedder)
     floor = cosine_floor(settings, retriever.embedder.model_id)
     stems = args.splits or sorted((p.stem for p in SPLITS.glob("*.jsonl")), key=split_key)
     rows: list[dict] = []

@@ -300,7 +300,7 @@ def throughput(retriever, settings, questions: int, chunks: int) -> int:
     batch = settings.runtime.qa_batch_size
     pool = [q for name in SETS for q in questions_of(name)]
     sample = random.Random(0).sample(pool, min(questions, len(pool)))
-    answerer = Answerer(settings.replace(llm_base_url=""))
+    answerer = Answerer(settings.replace(llm_base_url=""), encoder=lambda: retriever.embedder)
     load_before = os.getloadavg()[0]
     t0 = time.perf_counter()
     rs = retrieve_all(retriever, sample, "hybrid", rescues=True, batch=batch, use_reranker=False)

@@ -114,5 +114,6 @@ def batch_qa(questions: str, kb: str, home: str | None = None, out: str | None =
     qset = read_questions_task(questions)
     with qa_scope(settings):  # dead runs marked interrupted; one published generation read throughout
         retriever = load_retriever(settings, kb, embedder=embedder_for(settings))  # None unless warmed
-        return run_batch_qa(qset, retriever, Answerer(settings), settings, run_id=run_id,
+        answerer = Answerer(settings, encoder=lambda: retriever.embedder)  # its model, loaded once
+        return run_batch_qa(qset, retriever, answerer, settings, run_id=run_id,
                             out_path=out_path, options=RetrievalOptions(mode=mode, sources=sources, section=section))

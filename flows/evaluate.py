@@ -76,7 +76,7 @@ def evaluate(questions: str, kb: str, home: str | None = None, ablate: bool = Fa
     with qa_scope(settings):  # dead runs marked interrupted; one published generation read throughout
         qset = read_questions_task(questions)
         retriever = load_retriever(settings, kb, embedder=embedder_for(settings))
-        answerer = Answerer(settings)
+        answerer = Answerer(settings, encoder=lambda: retriever.embedder)
         gold = gold_chunks_task(settings, kb, qset.questions)
         if qset.questions:  # jieba's dictionary and the model's first pass would count against the first config
             retriever.retrieve_batch([qset.questions[0].question], "hybrid")

@@ -188,6 +188,9 @@ class AnswerSettings:
     extractive_table_cells: bool = True  # ours: a table answers "row — column: value" (tasks.qa.extract)
     extractive_clauses: bool = False  # ours: True = a sentence answers with its shortest clause carrying the answer
     extractive_tie_ratio: float = 0.8  # ours: a 2nd..max unit is quoted only if it scores >= ratio x the best
+    # ours: a sentence in the other language than the question's also scores by its embedding's cosine to the
+    # question's, less the best one's, x this (0 = off); 0.5, 1 and 2 tied on the splits up to fresh36, 1 between
+    extractive_similarity_weight: float = 1.0
 
 
 @dataclass(frozen=True)

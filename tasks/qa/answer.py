@@ -20,16 +20,19 @@ citations checked against the context, confidence, and the evidence grade.
 """
 from __future__ import annotations
 
+import logging
 import math
 import re
 import unicodedata
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
+
+import numpy as np
 
 from schemas.chunk import CHART, HEADING, INDEX, TABLE, TEXT
 from schemas.errors import LLMError
@@ -44,6 +47,8 @@ from tasks.qa.filters import file_lists
 from tasks.common.text import bigram_hit_rate, bigrams, clean_text, tokenize
 from tasks.qa.gloss import chinese_numeral, english_glosses, gloss_terms, headwords, sense_stems, stem, translatable
 from tasks.qa.types import Retrieval, evidence_text
+
+log = logging.getLogger("kbflow.qa")
 
 # seed 001 §8.2, with the citation form made explicit (our refs are chunk ids, not numbers)
 SYSTEM_PROMPT = (
@@ -642,6 +647,21 @@ def _shares(query: set[str] | frozenset[str], found: Sequence[frozenset[str]], f
     return lambda shared: math.fsum(weight[t] for t in shared) / total
 
 
+def _relatedness(question: str, english: bool, units: Sequence[_Unit], similarity: Similarity | None,
+                 weight: float) -> dict[int, float]:
+    """By unit index, for the sentences in the other language than the question's (an English line of a Chinese
+    chunk is not): `weight` x (their embedding's cosine to the question's - the best of theirs), 0 for the
+    closest. Only there: within one language the words themselves match, and the cosine measured more harm than
+    help (+5 -8 of 2,089)."""
+    across = [i for i, u in enumerate(units)
+              if u.translated and u.sentence and (_chinese(u.text) if english else _english(u.text))]
+    if not across or similarity is None or weight <= 0:
+        return {}
+    cosines = similarity(question, [units[i].text for i in across])
+    best = float(cosines.max())
+    return {i: weight * (float(c) - best) for i, c in zip(across, cosines)}
+
+
 # the question asks what follows a named item ("which constraint comes right after Regulatory
 # Constraints", "紧接在…之后的是哪一项")
 _ASKED_AFTER = re.compile(r"\b(?:right|immediately|directly)\s+(?:after|below)\s+(.+?)(?:[?？,，]|$)"
@@ -792,7 +812,12 @@ def _enumerates(text: str, ordinal: int) -> bool:
 _ARTICLE = re.compile(r"^\s*第[零一二三四五六七八九十百千0-9]+条")
 
 
-def extractive_answer(question: str, context: Context, settings: Settings) -> Answer | None:
+# cosines of a question's embedding to those of texts (`SentenceSimilarity`)
+Similarity = Callable[[str, Sequence[str]], np.ndarray]
+
+
+def extractive_answer(question: str, context: Context, settings: Settings,
+                      similarity: Similarity | None = None) -> Answer | None:
     """The evidence units that hold most of the question's terms (`tasks.qa.extract.terms`: CJK
     bigrams, English words, numbers) and of its jieba words (the mean of both shares), each term
     weighted by how rare it is among the context's units (a term every unit shares, the product
@@ -831,7 +856,10 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
     (`_document_title`), one asking a chart's or table's caption the caption of the grid its cells name.
     The words naming the document are no evidence in a passage that writes them out, unless they are its
     document's subject; a unit holding only what the question sets aside ("besides X,
-    what …", `_set_aside`) scores half."""
+    what …", `_set_aside`) scores half. A sentence in the other language than the question's also scores by
+    its embedding's cosine to the question's (`similarity`), less the best such sentence's, times
+    `extractive_similarity_weight`: a dictionary reads a translation word by word, the model reads it whole
+    (the Civil Code's "直系血亲或者三代以内的旁系血亲" of "marriage is prohibited between which relatives")."""
     if ASKS_DOCUMENT_TITLE.search(question):
         title = _document_title(context)
         if title is not None:
@@ -987,19 +1015,26 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
                           rf"|^\s*{named}\s+[^，。,;；:：]{{1,{GLOSSARY_MAX_CHARS}}}$") if len(named) >= 2 else None
     after_anchor = _after_anchor(question, units)
     aside = _set_aside(question, context)
+    def candidate(i: int, unit: _Unit) -> bool:
+        shared = unit.terms & q
+        if i in headings_asked:
+            return True
+        # it holds only the words naming the document (a cover, a title restated); or too few of the question's
+        # own terms: a Chinese unit holds translations in their stead (how many of a word's glosses the context
+        # uses, and so how large q is, says nothing of the unit); a cell whose row the question writes out and
+        # whose column it names needs no more of its terms (a question quoting an alloy's nominal composition
+        # "Ti-5.8Al-4Sn-3.5Zr-…" asks TA33's Ta cell)
+        return (not shared <= naming_only or unit.cell) and (
+            len(shared) / len(q_plain) >= a.extractive_min_overlap or (unit.cell and unit.bonus >= 2 * CELL_BONUS))
+
+    candidates = [i for i, unit in enumerate(units) if candidate(i, unit)]
+    related = _relatedness(question, english, [units[i] for i in candidates], similarity,
+                           a.extractive_similarity_weight)
     scored = []
-    for i, (found, found_words, bonus, credit, order, pos, unit, chunk_id, sentence, translated, cell, said,
-            said_words) in enumerate(units):
+    for k, i in enumerate(candidates):
+        found, found_words, bonus, credit, order, pos, unit, chunk_id, sentence, translated, cell, said, said_words = \
+            units[i]
         shared = found & q
-        if shared <= naming_only and not cell and i not in headings_asked:
-            continue  # it holds only the words naming the document: a cover, a title restated
-        # the share of the question's own terms: a Chinese unit holds translations in their stead (how many
-        # of a word's glosses the context uses, and so how large q is, says nothing of the unit)
-        # a cell whose row the question writes out and whose column it names needs no more of its terms (a
-        # question quoting an alloy's nominal composition "Ti-5.8Al-4Sn-3.5Zr-…" asks TA33's Ta cell)
-        if len(shared) / len(q_plain) < a.extractive_min_overlap and i not in headings_asked \
-                and not (cell and bonus >= 2 * CELL_BONUS):
-            continue
         subject = naming[context.chunks[order].source][0]
         if not cell:
             # the words naming the document are no evidence in a passage writing them out (a cover, the number it
@@ -1009,6 +1044,7 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
         said = (said & q) - shared - naming_only
         if said:  # what its words mean in the question's language, a guess as a gloss is
             hit += GLOSS_WEIGHT * (bigram_share(said) + word_share((said_words & qw) - found_words)) / 2
+        hit += related.get(k, 0.0)
         if aside and shared - naming_only - subject <= aside:
             hit *= 0.5  # it states what the question sets aside ("公民在法律面前一律平等" of "besides … equal before the law")
         if i in headings_asked:
@@ -1073,13 +1109,51 @@ def extractive_answer(question: str, context: Context, settings: Settings) -> An
 # ---------------------------------------------------------------- the answerer
 
 
-class Answerer:
-    """Answers questions from their context: the LLM when one is configured, else extractively."""
+class SentenceSimilarity:
+    """Cosines of a question to evidence units by the embedding model (its `embed_queries`, e5's "query: "
+    on both sides: a unit is matched as a statement of the question's meaning), each text encoded once
+    per run: a batch reads the same chunks' sentences for many questions. The model is loaded at the
+    first call (`encoder`: what gives it, the retriever's own in a run); when it cannot be, the answer is
+    scored without it (logged once)."""
 
-    def __init__(self, settings: Settings, client=None):
+    MAX_CACHED = 20_000  # texts (x 384 float32: 30 MB for e5-small)
+
+    def __init__(self, encoder: Callable[[], object]):
+        self._encoder_of = encoder
+        self._encoder = None
+        self._failed = False
+        self._vectors: dict[str, np.ndarray] = {}
+
+    def __call__(self, question: str, texts: Sequence[str]) -> np.ndarray:
+        if self._encoder is None and not self._failed:
+            try:
+                self._encoder = self._encoder_of()
+            except Exception as exc:  # noqa: BLE001 - the answer is still scored by its words
+                self._failed = True
+                log.warning("offline answers scored without sentence embeddings: %s: %s", type(exc).__name__, exc)
+        if self._encoder is None:
+            return np.zeros(len(texts), dtype=np.float32)
+        wanted = [question, *texts]
+        missing = [t for t in dict.fromkeys(wanted) if t not in self._vectors]
+        if missing:
+            if len(self._vectors) + len(missing) > self.MAX_CACHED:
+                self._vectors.clear()
+                missing = list(dict.fromkeys(wanted))
+            self._vectors.update(zip(missing, self._encoder.embed_queries(missing)))
+        return np.stack([self._vectors[t] for t in texts]) @ self._vectors[question]
+
+
+class Answerer:
+    """Answers questions from their context: the LLM when one is configured, else extractively
+    (`encoder`: gives the embedding model the extractive answer reads other-language sentences with,
+    default the configured one's query encoder)."""
+
+    def __init__(self, settings: Settings, client=None, encoder: Callable[[], object] | None = None):
         from tasks.common.llm import ChatClient
+        from tasks.index.query_encoder import load_query_encoder
 
         self.settings = settings
+        self.similarity = SentenceSimilarity(encoder or (lambda: load_query_encoder(settings)))
         self.model = settings.llm.llm_model
         if client is None and settings.llm.llm_base_url.strip() and settings.llm.llm_model:
             client = ChatClient.from_env(settings.llm.llm_base_url, read_timeout_s=settings.runtime.llm_timeout_s,
@@ -1109,7 +1183,7 @@ class Answerer:
             else:
                 text, cited, dropped = validate_citations(raw, context)
                 return Answer(text, LLM, cited, dropped_citations=dropped)
-        extracted = extractive_answer(question, context, self.settings)
+        extracted = extractive_answer(question, context, self.settings, self.similarity)
         if extracted is None:
             return Answer(NOT_FOUND, INSUFFICIENT, [], error=error)
         extracted.error = error

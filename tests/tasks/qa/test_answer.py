@@ -811,3 +811,36 @@ def test_an_item_is_quoted_with_the_line_opening_its_list_chunks_before():
     # with a chunk of the list missing from the context, nothing says whose the item is
     gap = _context((council, 0.9), (opener, 0.5), (rest, 0.6), (item, 0.5))
     assert extractive_answer(question, gap, S).text.startswith("(二十)决定全国")
+
+
+def test_a_sentence_in_the_other_language_is_also_read_by_its_embeddings_cosine(tmp_path_factory):
+    # prc_civil_code.pdf as landed: CC-CEDICT reads "no children" into 无子女 of article 1098's first condition
+    # as much as into article 1100; the model reads 1100 whole as the question's meaning (e5, the default model)
+    from tests.tasks.index.test_e5_convert import shared_embedder
+
+    adoption = _chunk("civil_code.pdf_240", "第一千零九十八条 收养人应当同时具备下列条件:（一）无子女或者只有一名子女；（二）有抚养、"
+                      "教育和保护被收养人的能力；（五）年满三十周岁。第一千一百条 无子女的收养人可以收养两名子女；有子女的收养人只能收养一名子女。",
+                      "text")
+    ctx = _context((adoption, 0.9))
+    question = "Under the PRC Civil Code, how many children may an adopter who has no children adopt?"
+    embedder = shared_embedder(tmp_path_factory)
+    answered = Answerer(S, encoder=lambda: embedder).answer(question, ctx)
+    assert answered.text.startswith("第一千一百条 无子女的收养人可以收养两名子女") and answered.mode == EXTRACTIVE
+    # the same scorer without the model (or with its weight 0) quotes the first condition
+    assert "两名子女" not in extractive_answer(question, ctx, S).text
+    off = replace(S, answer=replace(S.answer, extractive_similarity_weight=0.0))
+    assert "两名子女" not in Answerer(off, encoder=lambda: embedder).answer(question, ctx).text
+
+
+def test_an_answer_is_scored_by_its_words_when_the_embedding_model_cannot_load(caplog):
+    def no_model():
+        raise FileNotFoundError("no model here")
+
+    answerer = Answerer(S, encoder=no_model)
+    question = "Under the PRC Civil Code, how many children may an adopter who has no children adopt?"
+    ctx = _context((_chunk("civil_code.pdf_240", "第一千一百条 无子女的收养人可以收养两名子女；有子女的收养人只能收养一名子女。", "text"), 0.9))
+    with caplog.at_level("WARNING", logger="kbflow.qa"):
+        first, second = answerer.answer(question, ctx), answerer.answer(question, ctx)
+    assert first.text.startswith("第一千一百条") and first.text == second.text
+    assert [r.message for r in caplog.records].count(
+        "offline answers scored without sentence embeddings: FileNotFoundError: no model here") == 1
