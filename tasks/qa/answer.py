@@ -859,7 +859,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     what …", `_set_aside`) scores half. A sentence in the other language than the question's also scores by
     its embedding's cosine to the question's (`similarity`), less the best such sentence's, times
     `extractive_similarity_weight`: a dictionary reads a translation word by word, the model reads it whole
-    (the Civil Code's "直系血亲或者三代以内的旁系血亲" of "marriage is prohibited between which relatives")."""
+    (the Civil Code's "无子女的收养人可以收养两名子女" of "how many children may an adopter who has no children adopt")."""
     if ASKS_DOCUMENT_TITLE.search(question):
         title = _document_title(context)
         if title is not None:
