@@ -698,7 +698,7 @@ HEADING_BONUS = 0.5
 _NUMBERED_PART = re.compile(rf"第\s*({_NUMERAL})\s*(部分|章|节|条)"
                             r"|\b(part|chapter|section|article)\s+([0-9]{1,4})\b", re.IGNORECASE)
 _PART_KINDS = {"part": "部分", "chapter": "章", "section": "节", "article": "条"}
-_ASKS_PART = re.compile(r"\bwhat is (?:the )?(?:part|chapter|section|article) [0-9]+\b|名称", re.IGNORECASE)
+_ASKS_PART = re.compile(r"\b(?:what|which)\b[^,，?？]*\b(?:part|chapter|section|article) [0-9]+\b|名称", re.IGNORECASE)
 
 
 def _part_asked(question: str) -> re.Pattern | None:

@@ -801,6 +801,9 @@ def test_the_title_of_a_numbered_part_is_its_line_not_the_part_naming_the_docume
     assert ask("《核电厂定期安全评价 第12部分：设计》征求意见稿的前言中，系列标准第13部分的名称是什么？").startswith("——第13部分：应急计划")
     assert ask("According to the foreword of the draft NB/T standard 'Periodic safety review for nuclear power plants "
                "— Part 12: Design', what is Part 14 of the series titled?").startswith("——第14部分：灾害分析")
+    # a part asked about in other words than "what is Part N": its line too
+    assert ask("The foreword of the draft 'Periodic safety review for nuclear power plants — Part 12: Design' lists "
+               "all 15 parts. Which safety topic is assigned to Part 11?").startswith("——第11部分：设备合格鉴定")
     part = heading_asked("What is Part 11 of the series?")
     assert part.search("——第11部分：设备合格鉴定；") and not part.search("——第1部分：通用要求；")
     assert heading_asked("What is Chapter 4 of the union rules titled?").search("第四章 工作职责")
