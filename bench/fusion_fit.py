@@ -10,7 +10,7 @@
    training sets' mean of (hit@1 + MRR@10) / 2, each set weighing the same;
 4. `fit_learned`: the learned fusion's coefficients, a pairwise logistic regression over
    `tasks.qa.fusion.learned_features` (the same function the pipeline scores with);
-`leave_one_set_out` fits both on all sets but one and reports on that one, for every set.
+`leave_one_set_out` fits both on all sets but one and reports on that one (and their blend), for every set.
 `CachedRetriever` replays the cache through the rest of the real pipeline (filters, MMR, adaptive
 top-k, rescues) for the per-set tables. Not part of CI.
 """
@@ -153,6 +153,17 @@ class SetMatrix:
         """`learned_fuse`'s linear scores (its order) on every question at once."""
         return np.where(self.found, learned_features(self) @ np.asarray(coef, dtype=float), -np.inf)
 
+    def blend_scores(self, coef, p: dict) -> np.ndarray:
+        """`blend_fuse`'s scores: the mean of `learned_fuse`'s and `score_fuse`'s, both on the rrf scale
+        (every bench question has both text channels); ties in the learned order."""
+        linear = learned_features(self) @ np.asarray(coef, dtype=float)
+        top, width = fusion.first_everywhere(coef, vector=True, bm25=True), fusion.learned_scale(coef)
+        learned = np.minimum(1.0, 2.0 / (1.0 + np.exp(np.clip((top - linear) / width, -700.0, 700.0))))
+        w, g = p["fusion_vector_weight"], p["fusion_gain"]
+        weights = w * (1 + g * self.sharp_v) + (1 - w) * (1 + g * self.sharp_b)
+        score = np.minimum(1.0, self.scores(p) / weights[:, None])
+        return np.where(self.found, (learned + score) / 2 + 1e-9 * np.tanh(linear), -np.inf)
+
     def channel_scores(self, channel: str) -> np.ndarray:
         """A single channel's own order (vector: cosines of text and figures alike)."""
         if channel == BM25:
@@ -240,5 +251,6 @@ def leave_one_set_out(sets: list[SetMatrix]) -> dict[str, dict]:
         params, _ = fit(train)
         coef = fit_learned(train)
         out[held.name] = {"params": params, "metrics": held.metrics(held.scores(params), params),
-                          "coef": coef, "learned": held.metrics(held.learned_scores(coef))}
+                          "coef": coef, "learned": held.metrics(held.learned_scores(coef)),
+                          "blend": held.metrics(held.blend_scores(coef, params), params)}
     return out

@@ -33,7 +33,8 @@ kbflow: `Retriever` on the same home, hybrid mode (vector ∥ BM25 → fusion as
 say, by default the learned one → filters → MMR → adaptive top-k), without and with the rescues;
 vector-only and BM25-only rows for both sides. `--fusion-coef` adds a hybrid row with these learned
 coefficients instead of the settings' (those bench/retrieval.py fits without rgb: "fold without
-rgb_zh_refine_dev"), so rgb is compared held out as well as with coefficients that saw it.
+rgb_zh_refine_dev"), and `--fusion-params` with these score-fusion parameters (w_vec, gain, vec_scale,
+bm25_scale of the same fold), so rgb is compared held out as well as with a fit that saw it.
 
 Prints hit@1, hit@5, MRR@10 and questions/s. LlamaIndex answers one question per call (it has no
 batch API): "q/s each" times every pipeline one question per call, interleaved question by question
@@ -176,6 +177,8 @@ def main(argv: list[str]) -> int:
                              "one-per-call timing loop; for a loaded machine)")
     parser.add_argument("--fusion-coef", type=lambda v: tuple(float(c) for c in v.split(",")),
                         help="learned-fusion coefficients for an extra kbflow hybrid row (comma-separated)")
+    parser.add_argument("--fusion-params", type=lambda v: tuple(float(c) for c in v.split(",")),
+                        help="with --fusion-coef: that row's score-fusion w_vec,gain,vec_scale,bm25_scale")
     args = parser.parse_args(argv)
 
     from retrieval import coef_text, questions_of, retrieve_all
@@ -216,11 +219,16 @@ def main(argv: list[str]) -> int:
                       "kbflow hybrid": ("hybrid", False, {}), "kbflow hybrid+rescues": ("hybrid", True, {})}
     print(f"kbflow fusion: {settings.retrieval.fusion!r}"
           + (f", coefficients {coef_text(settings.retrieval.fusion_learned_coef)}"
-             if settings.retrieval.fusion == "learned" else ""))
+             if settings.retrieval.fusion in ("learned", "blend") else ""))
     if args.fusion_coef:
-        held_out = {"fusion": "learned", "fusion_learned_coef": args.fusion_coef}
+        held_out = {"fusion": settings.retrieval.fusion if settings.retrieval.fusion == "blend" else "learned",
+                    "fusion_learned_coef": args.fusion_coef}
+        if args.fusion_params:
+            held_out |= dict(zip(("fusion_vector_weight", "fusion_gain", "fusion_vector_scale", "fusion_bm25_scale"),
+                                 args.fusion_params))
         kbflow_configs["kbflow hybrid --fusion-coef"] = ("hybrid", False, held_out)
-        print(f"kbflow hybrid --fusion-coef: learned, coefficients {coef_text(args.fusion_coef)}")
+        print(f"kbflow hybrid --fusion-coef: {held_out['fusion']}, coefficients {coef_text(args.fusion_coef)}"
+              + (f", score parameters {args.fusion_params}" if args.fusion_params else ""))
 
     def kbflow(label: str, qs: list) -> list:
         """kbflow's retrievals of `qs` with the pipeline `label`, in batches of qa_batch_size."""

@@ -233,17 +233,21 @@ def main(argv: list[str]) -> int:
     for name, fold in loso.items():
         print(f"  fold without {name:<18} learned {coef_text(fold['coef'])}  score {params_text(fold['params'])}")
     print("\nheld out, cached channels only (no filters, MMR, top-k): hit@1 / MRR@10")
-    print(f"  {'set':<20}{'vector':>14}{'BM25':>14}{'score LOSO':>14}{'learned LOSO':>14}")
+    print(f"  {'set':<20}{'vector':>14}{'BM25':>14}{'score LOSO':>14}{'learned LOSO':>14}{'blend LOSO':>14}")
     for m, fold in zip(matrices, loso.values()):
-        cells = [*(m.metrics(m.channel_scores(ch)) for ch in (VECTOR, BM25)), fold["metrics"], fold["learned"]]
+        cells = [*(m.metrics(m.channel_scores(ch)) for ch in (VECTOR, BM25)), fold["metrics"], fold["learned"],
+                 fold["blend"]]
         print(f"  {m.name:<20}" + "".join(f"{c['hit@1']:.3f}/{c['MRR@10']:.3f}".rjust(14) for c in cells))
 
     # 3. the real pipeline after recall (filters, MMR, adaptive top-k, rescues), fed from the cache
     replay = ff.CachedRetriever(retriever, cached)
-    learned, score = {"fusion": "learned"}, {"fusion": "score"}
+    blend, learned, score = {"fusion": "blend"}, {"fusion": "learned"}, {"fusion": "score"}
     # (label, mode, settings changed — or the fusion whose held-out fold's fit applies —, rescues)
     configs = [("vector-only", "vector", {}, False), ("BM25-only", "bm25", {}, False),
                ("hybrid RRF", "hybrid", {"fusion": "rrf"}, False),
+               ("hybrid blend (settings)", "hybrid", blend, False),
+               ("hybrid blend (LOSO)", "hybrid", "blend", False),
+               ("hybrid blend + rescues", "hybrid", blend, True),
                ("hybrid learned (settings)", "hybrid", learned, False),
                ("hybrid learned (LOSO)", "hybrid", "learned", False),
                ("hybrid learned + rescues", "hybrid", learned, True),
@@ -251,16 +255,17 @@ def main(argv: list[str]) -> int:
                ("hybrid score (LOSO)", "hybrid", "score", False),
                ("hybrid score + rescues", "hybrid", score, True)]
     if replay.reranker is not None:
-        configs.append(("hybrid learned + rerank", "hybrid", learned, False))
+        configs.append(("hybrid blend + rerank", "hybrid", blend, False))
     print("\nper set: the final ranking (filters, MMR, adaptive top-k, rescues when on), recall replayed from "
           "the cache; LOSO = coefficients/parameters fitted on the other four sets; rerank rows only with a "
           "rerank_model")
     print(f"  {'pipeline':<30}{'hit@1':>8}{'hit@5':>8}{'MRR@10':>8}")
-    verdicts: dict[str, list[bool]] = {"learned": [], "score": []}
+    verdicts: dict[str, list[bool]] = {"blend": [], "learned": [], "score": []}
     for cs, fold in zip(cached, loso.values()):
         print(f"{cs.name} ({len(cs.questions)} questions)")
         held_out = {"learned": {"fusion": "learned", "fusion_learned_coef": tuple(fold["coef"].tolist())},
-                    "score": {"fusion": "score", **fold["params"]}}
+                    "score": {"fusion": "score", **fold["params"]},
+                    "blend": {"fusion": "blend", "fusion_learned_coef": tuple(fold["coef"].tolist()), **fold["params"]}}
         results = {}
         for label, mode, over, rescues in configs:
             replay.settings = settings.replace(**(held_out[over] if isinstance(over, str) else over))
@@ -271,7 +276,7 @@ def main(argv: list[str]) -> int:
         best = {k: max(results["vector-only"][k], results["BM25-only"][k]) for k in ("hit@1", "MRR@10")}
         for label, m in results.items():
             mark = ""
-            if label.startswith(("hybrid score", "hybrid learned")):
+            if label.startswith(("hybrid score", "hybrid learned", "hybrid blend")):
                 ok = all(m[k] >= best[k] - 1e-9 for k in best)
                 mark = "≥ best channel" if ok else f"below best channel ({best['hit@1']:.3f} / {best['MRR@10']:.3f})"
                 if label.endswith("(LOSO)"):

@@ -150,10 +150,10 @@ class RetrievalSettings:
     rerank_url: str = ""  # an HTTP /rerank endpoint (TEI, Infinity, Xinference, vLLM, Jina/Cohere-compatible)
     rerank_api: str = "auto"  # its request shape: "tei" ({query, texts}), "cohere" ({model, query, documents}), auto
     rerank_llm_max_chars: int = 600  # ours: the LLM reranker sees each candidate's first N characters
-    # fusion of the recall channels (tasks.qa.fusion): "learned" = a linear model over each candidate's
-    # rank/score features (fusion_learned_coef), "score" = score-aware convex combination (fusion_*
-    # below), "rrf" = the seed's weighted RRF (rrf_* above).
-    fusion: str = "learned"
+    # fusion of the recall channels (tasks.qa.fusion): "blend" = the mean of the next two's scores,
+    # "learned" = a linear model over each candidate's rank/score features (fusion_learned_coef),
+    # "score" = score-aware convex combination (fusion_* below), "rrf" = the seed's weighted RRF (rrf_* above).
+    fusion: str = "blend"
     # one coefficient per tasks.qa.fusion.LEARNED_FEATURES: the pairwise logistic regression that
     # `.venv/bin/python bench/retrieval.py --home /tmp/kbflow-bench --no-ingest --sample 250` fits on
     # all five sets of ../shared/data/qa (81 + 4 x 250 questions). Fitted on four sets, on the fifth
@@ -448,7 +448,7 @@ ABOVE_ZERO = frozenset({"max_file_mb", "llm_timeout_s", "max_unpacked_mb"})
 UNIT_INTERVAL = frozenset({"mmr_lambda", "enum_query_mmr_lambda", "lexical_rescue_min_hit", "context_soft_admit_ratio",
                            "extractive_min_overlap", "context_min_score", "crag_min_rerank"})
 ANY_SIGN = frozenset({"crag_min_cosine"})  # < 0 = off
-CHOICES = {"task_runner": ("default", "dask"), "fusion": ("learned", "score", "rrf")}
+CHOICES = {"task_runner": ("default", "dask"), "fusion": ("blend", "learned", "score", "rrf")}
 # lists of a fixed length: one learned coefficient per feature of tasks.qa.fusion.learned_features
 SAME_LENGTH = {"fusion_learned_coef": len(RetrievalSettings.fusion_learned_coef)}
 

@@ -1,8 +1,9 @@
 """Fusion on hand-made rankings: weighted RRF normalized to the first place, the image channel on
 the vector scale, weights that follow each ranking's sharpness, the score-aware fusion (a strong
-single-channel hit kept, the fitted defaults applied, ties in a fixed order) and the learned fusion
-(the default): first everywhere first and at 1, the coefficients decide, the channels' order does
-not, and the bench fits on the very features the pipeline scores with."""
+single-channel hit kept, the fitted defaults applied, ties in a fixed order), the learned fusion
+(first everywhere first and at 1, the coefficients decide, the channels' order does not, the bench
+fits on the very features the pipeline scores with) and their blend, the default (the mean of both,
+the bench's order)."""
 from __future__ import annotations
 
 import itertools
@@ -15,7 +16,7 @@ import pytest
 
 from schemas.qa import Question
 from schemas.settings import Settings
-from tasks.qa.fusion import (FUSIONS, LEARNED_FEATURES, dynamic_weights, figures_on_vector_scale, fuse,
+from tasks.qa.fusion import (FUSIONS, LEARNED_FEATURES, blend_fuse, dynamic_weights, figures_on_vector_scale, fuse,
                              learned_candidates, learned_fuse, rrf_fuse, score_fuse, sharpness)
 from tasks.qa.types import BM25, FIGURE, VECTOR, ChannelHits
 
@@ -124,14 +125,14 @@ def test_score_fusion_is_normalized_and_orders_ties_deterministically():
     assert score_fuse([], vector_scale=0.05, bm25_scale=0.5) == []
 
 
-# ---------------------------------------------------------------- learned fusion (the default)
+# ---------------------------------------------------------------- learned fusion
 
 COEF = Settings().retrieval.fusion_learned_coef
 
 
-def test_learned_fusion_is_the_default_and_puts_first_everywhere_first():
-    r = Settings().retrieval
-    assert r.fusion == FUSIONS[0] == "learned" and len(COEF) == len(LEARNED_FEATURES)
+def test_learned_fusion_puts_first_everywhere_first():
+    r = replace(Settings().retrieval, fusion="learned")
+    assert len(COEF) == len(LEARNED_FEATURES)
     vec = ChannelHits(VECTOR, 0.5, [("a", 0.89), ("v", 0.88), ("b", 0.86)])
     bm = ChannelHits(BM25, 0.5, [("a", 15.0), ("m", 14.0), ("b", 3.0)])
     both_first = [vec, bm]
@@ -221,3 +222,41 @@ def test_unusable_learned_coefficients_fail_before_the_first_question(tmp_path):
     settings = replace(settings, retrieval=replace(settings.retrieval, fusion_learned_coef=reversed_))
     with pytest.raises(SettingsError, match="fusion_learned_coef"):
         Retriever(settings, "any", collection=object(), bm25=object(), reranker=object())
+
+
+# ---------------------------------------------------------------- blend (the default)
+
+
+def test_the_blend_is_the_default_and_the_mean_of_the_learned_and_the_score_fusion():
+    r = Settings().retrieval
+    assert r.fusion == FUSIONS[0] == "blend"
+    # "v" second by cosine, "m" by BM25: the learned fusion puts "v" second, the score fusion "m"
+    vec = ChannelHits(VECTOR, 0.5, [("a", 0.89), ("v", 0.889), ("b", 0.86), ("c", 0.85)])
+    bm = ChannelHits(BM25, 0.5, [("a", 15.0), ("m", 14.0), ("b", 3.0), ("c", 2.9)])
+    fused = fuse([vec, bm], r)
+    assert fused == blend_fuse([vec, bm], r) and fused[0] == ("a", pytest.approx(1.0))
+    learned, score = learned_fuse([vec, bm], COEF), fuse([vec, bm], replace(r, fusion="score"))
+    assert [learned[1][0], score[1][0]] == ["v", "m"]
+    mean = {cid: (value + dict(score)[cid]) / 2 for cid, value in learned}
+    assert dict(fused) == pytest.approx(mean)
+    assert [value for _, value in fused] == sorted(mean.values(), reverse=True)
+
+
+def test_the_bench_blends_as_the_pipeline_does(monkeypatch):
+    """bench/fusion_fit.py's blend scores (what its leave-one-set-out table reports) order a question's
+    candidates as blend_fuse does."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[3] / "bench"))
+    sys.modules.pop("fusion_fit", None)
+    import fusion_fit as ff
+
+    r = Settings().retrieval
+    vec = ChannelHits(VECTOR, 0.5, [("a", 0.91), ("b", 0.9), ("c", 0.84), ("g", 0.83)])
+    fig = figures_on_vector_scale(vec, ChannelHits(FIGURE, 0.5, [("t", 0.905)]))
+    bm = ChannelHits(BM25, 0.5, [("c", 11.0), ("d", 7.5), ("a", 2.0), ("h", 1.0)])
+    m = ff.SetMatrix.of(ff.CachedSet("toy", [Question("q1", "?")], [[vec, fig, bm]], {}))
+    params = {k: getattr(r, k) for k in ff.GRID}
+    ids, _ = learned_candidates([vec, fig, bm])
+    scores = m.blend_scores(COEF, params)[0][:len(ids)]
+    pipeline = blend_fuse([vec, fig, bm], r)
+    assert [ids[j] for j in np.argsort(-scores, kind="stable")] == [cid for cid, _ in pipeline]
+    assert sorted(scores, reverse=True) == pytest.approx([value for _, value in pipeline], abs=1e-6)
