@@ -647,19 +647,27 @@ def _shares(query: set[str] | frozenset[str], found: Sequence[frozenset[str]], f
     return lambda shared: math.fsum(weight[t] for t in shared) / total
 
 
-def _relatedness(question: str, english: bool, units: Sequence[_Unit], similarity: Similarity | None,
-                 weight: float) -> dict[int, float]:
-    """By unit index, for the sentences in the other language than the question's (an English line of a Chinese
-    chunk is not): `weight` x (their embedding's cosine to the question's - the best of theirs), 0 for the
-    closest. Only there: within one language the words themselves match, and the cosine measured more harm than
-    help (+5 -8 of 2,089)."""
-    across = [i for i, u in enumerate(units)
-              if u.translated and u.sentence and (_chinese(u.text) if english else _english(u.text))]
-    if not across or similarity is None or weight <= 0:
-        return {}
-    cosines = similarity(question, [units[i].text for i in across])
-    best = float(cosines.max())
-    return {i: weight * (float(c) - best) for i, c in zip(across, cosines)}
+RELATED_SPAN = 0.1  # a sentence's cosine this far below the closest one's costs it the most (e5 crowds into tenths)
+
+
+def _with_relatedness(question: str, english: bool, units: Sequence[_Unit], scored: list[tuple],
+                      similarity: Similarity | None, weight: float) -> list[tuple]:
+    """`scored` with the sentences in the other language than the question's (an English line of a Chinese
+    chunk is not) scoring `weight` x (their embedding's cosine to the question's - the closest one's), at most
+    `weight` x RELATED_SPAN less. Only there: within one language the words themselves match, and the cosine
+    measured more harm than help (+5 -8 of 2,089). A sentence that far behind the best unit cannot become the
+    answer whatever its cosine, so it is not encoded: bench/retrieval.py's answers, 38 questions/s instead of 25."""
+    if similarity is None or weight <= 0 or not scored:
+        return scored
+    best = max(entry[0] for entry in scored)
+    across = [k for k, entry in enumerate(scored)
+              if (u := units[entry[-1]]).translated and u.sentence and (_chinese(u.text) if english else _english(u.text))]
+    near = [k for k in across if scored[k][0] >= best - weight * RELATED_SPAN]
+    cosines = similarity(question, [units[scored[k][-1]].text for k in near]) if near else np.zeros(0)
+    closest = float(cosines.max()) if near else 0.0
+    cost = dict.fromkeys(across, -weight * RELATED_SPAN) | {
+        k: weight * max(float(c) - closest, -RELATED_SPAN) for k, c in zip(near, cosines)}
+    return [(entry[0] + cost[k], *entry[1:]) if k in cost else entry for k, entry in enumerate(scored)]
 
 
 # the question asks what follows a named item ("which constraint comes right after Regulatory
@@ -1028,10 +1036,8 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             len(shared) / len(q_plain) >= a.extractive_min_overlap or (unit.cell and unit.bonus >= 2 * CELL_BONUS))
 
     candidates = [i for i, unit in enumerate(units) if candidate(i, unit)]
-    related = _relatedness(question, english, [units[i] for i in candidates], similarity,
-                           a.extractive_similarity_weight)
     scored = []
-    for k, i in enumerate(candidates):
+    for i in candidates:
         found, found_words, bonus, credit, order, pos, unit, chunk_id, sentence, translated, cell, said, said_words = \
             units[i]
         shared = found & q
@@ -1044,7 +1050,6 @@ def extractive_answer(question: str, context: Context, settings: Settings,
         said = (said & q) - shared - naming_only
         if said:  # what its words mean in the question's language, a guess as a gloss is
             hit += GLOSS_WEIGHT * (bigram_share(said) + word_share((said_words & qw) - found_words)) / 2
-        hit += related.get(k, 0.0)
         if aside and shared - naming_only - subject <= aside:
             hit *= 0.5  # it states what the question sets aside ("公民在法律面前一律平等" of "besides … equal before the law")
         if i in headings_asked:
@@ -1061,6 +1066,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
         scored.append((hit + credit, -order, -pos, unit[:MAX_SENTENCE_CHARS], chunk_id, i))
     if not scored:
         return None
+    scored = _with_relatedness(question, english, units, scored, similarity, a.extractive_similarity_weight)
     scored.sort(reverse=True)
     picked, seen = [], set()
     for score, _, _, unit, chunk_id, _ in scored:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from schemas.chunk import Chunk
@@ -844,3 +845,20 @@ def test_an_answer_is_scored_by_its_words_when_the_embedding_model_cannot_load(c
     assert first.text.startswith("第一千一百条") and first.text == second.text
     assert [r.message for r in caplog.records].count(
         "offline answers scored without sentence embeddings: FileNotFoundError: no model here") == 1
+
+
+def test_only_the_sentences_near_the_best_are_encoded():
+    # a sentence scoring RELATED_SPAN below the best unit cannot become the answer whatever its cosine: never encoded
+    asked = []
+
+    def similarity(question, texts):
+        asked.extend(texts)
+        return np.ones(len(texts), dtype=np.float32)
+
+    code = _chunk("civil_code.pdf_240", "第一千一百条 无子女的收养人可以收养两名子女；有子女的收养人只能收养一名子女。\n"
+                  "第一千一百零五条 收养应当向县级以上人民政府民政部门登记。\n收养关系自登记之日起成立。", "text")
+    question = "Under the PRC Civil Code, how many children may an adopter who has no children adopt?"
+    answer = extractive_answer(question, _context((code, 0.9)), S, similarity)
+    # scores 0.413 (the first two), 0.335, 0.302: the last is more than RELATED_SPAN behind
+    assert answer.text.startswith("第一千一百条 无子女的收养人可以收养两名子女")
+    assert "第一千一百条 无子女的收养人可以收养两名子女；" in asked and "收养关系自登记之日起成立。" not in asked
