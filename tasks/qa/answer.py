@@ -660,8 +660,9 @@ def _with_relatedness(question: str, english: bool, units: Sequence[_Unit], scor
     if similarity is None or weight <= 0 or not scored:
         return scored
     best = max(entry[0] for entry in scored)
+    in_other_language = _chinese if english else _english
     across = [k for k, entry in enumerate(scored)
-              if (u := units[entry[-1]]).translated and u.sentence and (_chinese(u.text) if english else _english(u.text))]
+              if (u := units[entry[-1]]).translated and u.sentence and in_other_language(u.text)]
     near = [k for k in across if scored[k][0] >= best - weight * RELATED_SPAN]
     cosines = similarity(question, [units[scored[k][-1]].text for k in near]) if near else np.zeros(0)
     closest = float(cosines.max()) if near else 0.0
