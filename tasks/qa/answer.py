@@ -867,8 +867,9 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     The words naming the document are no evidence in a passage that writes them out, unless they are its
     document's subject; a unit holding only what the question sets aside ("besides X,
     what …", `_set_aside`) scores half. A sentence in the other language than the question's also scores by
-    its embedding's cosine to the question's (`similarity`), less the best such sentence's, times
-    `extractive_similarity_weight`: a dictionary reads a translation word by word, the model reads it whole
+    its embedding's cosine to the question's (`similarity`), less the best such sentence's (at most
+    RELATED_SPAN less), times `extractive_similarity_weight`: a dictionary reads a translation word by word,
+    the model reads it whole
     (the Civil Code's "无子女的收养人可以收养两名子女" of "how many children may an adopter who has no children adopt")."""
     if ASKS_DOCUMENT_TITLE.search(question):
         title = _document_title(context)
@@ -1025,24 +1026,19 @@ def extractive_answer(question: str, context: Context, settings: Settings,
                           rf"|^\s*{named}\s+[^，。,;；:：]{{1,{GLOSSARY_MAX_CHARS}}}$") if len(named) >= 2 else None
     after_anchor = _after_anchor(question, units)
     aside = _set_aside(question, context)
-    def candidate(i: int, unit: _Unit) -> bool:
-        shared = unit.terms & q
-        if i in headings_asked:
-            return True
-        # it holds only the words naming the document (a cover, a title restated); or too few of the question's
-        # own terms: a Chinese unit holds translations in their stead (how many of a word's glosses the context
-        # uses, and so how large q is, says nothing of the unit); a cell whose row the question writes out and
-        # whose column it names needs no more of its terms (a question quoting an alloy's nominal composition
-        # "Ti-5.8Al-4Sn-3.5Zr-…" asks TA33's Ta cell)
-        return (not shared <= naming_only or unit.cell) and (
-            len(shared) / len(q_plain) >= a.extractive_min_overlap or (unit.cell and unit.bonus >= 2 * CELL_BONUS))
-
-    candidates = [i for i, unit in enumerate(units) if candidate(i, unit)]
     scored = []
-    for i in candidates:
-        found, found_words, bonus, credit, order, pos, unit, chunk_id, sentence, translated, cell, said, said_words = \
-            units[i]
+    for i, (found, found_words, bonus, credit, order, pos, unit, chunk_id, sentence, translated, cell, said,
+            said_words) in enumerate(units):
         shared = found & q
+        if shared <= naming_only and not cell and i not in headings_asked:
+            continue  # it holds only the words naming the document: a cover, a title restated
+        # the share of the question's own terms: a Chinese unit holds translations in their stead (how many
+        # of a word's glosses the context uses, and so how large q is, says nothing of the unit)
+        # a cell whose row the question writes out and whose column it names needs no more of its terms (a
+        # question quoting an alloy's nominal composition "Ti-5.8Al-4Sn-3.5Zr-…" asks TA33's Ta cell)
+        if len(shared) / len(q_plain) < a.extractive_min_overlap and i not in headings_asked \
+                and not (cell and bonus >= 2 * CELL_BONUS):
+            continue
         subject = naming[context.chunks[order].source][0]
         if not cell:
             # the words naming the document are no evidence in a passage writing them out (a cover, the number it
@@ -1141,14 +1137,15 @@ class SentenceSimilarity:
                 log.warning("offline answers scored without sentence embeddings: %s: %s", type(exc).__name__, exc)
         if self._encoder is None:
             return np.zeros(len(texts), dtype=np.float32)
-        wanted = [question, *texts]
-        missing = [t for t in dict.fromkeys(wanted) if t not in self._vectors]
+        # read into a dict of its own: a batch answering on another thread may clear the cache meanwhile
+        vectors = {t: v for t in (question, *texts) if (v := self._vectors.get(t)) is not None}
+        missing = [t for t in dict.fromkeys((question, *texts)) if t not in vectors]
         if missing:
+            vectors.update(zip(missing, self._encoder.embed_queries(missing)))
             if len(self._vectors) + len(missing) > self.MAX_CACHED:
                 self._vectors.clear()
-                missing = list(dict.fromkeys(wanted))
-            self._vectors.update(zip(missing, self._encoder.embed_queries(missing)))
-        return np.stack([self._vectors[t] for t in texts]) @ self._vectors[question]
+            self._vectors.update((t, vectors[t]) for t in missing)
+        return np.stack([vectors[t] for t in texts]) @ vectors[question]
 
 
 class Answerer:
