@@ -189,6 +189,17 @@ def heading_key(heading: str) -> str:
     return re.sub(r"\s+", "", heading.lower()).replace("’", "'")
 
 
+# the asks as a table `asks` (qi, seed_id, source, heading) for one query, and its four list parameters
+_ASKS = """
+        WITH asks AS (
+            SELECT unnest(?::BIGINT[]) AS qi, unnest(?::VARCHAR[]) AS seed_id, unnest(?::VARCHAR[]) AS source,
+                   unnest(?::VARCHAR[]) AS heading)"""
+
+
+def _asks_params(asks: Sequence[HeadingAsk]) -> list:
+    return [[a.question for a in asks], [a.seed_id for a in asks], [a.source for a in asks], [a.heading for a in asks]]
+
+
 def headed_chunks(db_path: Path, kb: str, asks: Sequence[HeadingAsk], n: int) -> list[Neighbour]:
     """Per ask, the first `n` chunks of its source whose own section (the last heading of their section path)
     is the heading asked, in document order; one query."""
@@ -196,18 +207,13 @@ def headed_chunks(db_path: Path, kb: str, asks: Sequence[HeadingAsk], n: int) ->
         return []
     cols = ", ".join(f"c.{name}" for name in CANDIDATE_COLUMNS)
     own = "lower(list_last(string_split(c.section_path, ' > ')))"
-    sql = f"""
-        WITH asks AS (
-            SELECT unnest(?::BIGINT[]) AS qi, unnest(?::VARCHAR[]) AS seed_id, unnest(?::VARCHAR[]) AS source,
-                   unnest(?::VARCHAR[]) AS heading)
+    sql = f"""{_ASKS}
         SELECT a.qi, a.seed_id, {cols}
         FROM asks a JOIN chunks c ON c.kb = ? AND c.source = a.source
          AND replace(regexp_replace({own}, '\\s+', '', 'g'), '’', chr(39)) = a.heading
         QUALIFY row_number() OVER (PARTITION BY a.qi, c.source ORDER BY c.chunk_index) <= ?
         ORDER BY a.qi, c.source, c.chunk_index"""
-    params = [[a.question for a in asks], [a.seed_id for a in asks], [a.source for a in asks],
-              [a.heading for a in asks], kb, n]
-    return _neighbours(db_path, sql, params)
+    return _neighbours(db_path, sql, [*_asks_params(asks), kb, n])
 
 
 def article_chunks(db_path: Path, kb: str, asks: Sequence[HeadingAsk]) -> list[Neighbour]:
@@ -217,18 +223,13 @@ def article_chunks(db_path: Path, kb: str, asks: Sequence[HeadingAsk]) -> list[N
     if not asks:
         return []
     cols = ", ".join(f"c.{name}" for name in CANDIDATE_COLUMNS)
-    sql = f"""
-        WITH asks AS (
-            SELECT unnest(?::BIGINT[]) AS qi, unnest(?::VARCHAR[]) AS seed_id, unnest(?::VARCHAR[]) AS source,
-                   unnest(?::VARCHAR[]) AS article)
+    sql = f"""{_ASKS}
         SELECT a.qi, a.seed_id, {cols}
-        FROM asks a JOIN chunks c ON c.kb = ? AND c.source = a.source AND contains(c.content, a.article)
-         AND regexp_matches(c.content, '(?:^|[\\s。；;：:])' || a.article || '[\\s\u3000]')
-        QUALIFY row_number() OVER (PARTITION BY a.qi, a.source, a.article ORDER BY c.chunk_index) = 1
+        FROM asks a JOIN chunks c ON c.kb = ? AND c.source = a.source AND contains(c.content, a.heading)
+         AND regexp_matches(c.content, '(?:^|[\\s。；;：:])' || a.heading || '[\\s\u3000]')
+        QUALIFY row_number() OVER (PARTITION BY a.qi, a.source, a.heading ORDER BY c.chunk_index) = 1
         ORDER BY a.qi, c.source, c.chunk_index"""
-    params = [[a.question for a in asks], [a.seed_id for a in asks], [a.source for a in asks],
-              [a.heading for a in asks], kb]
-    return _neighbours(db_path, sql, params)
+    return _neighbours(db_path, sql, [*_asks_params(asks), kb])
 
 
 def chunk_quality(db_path: Path, kb: str | None = None) -> tuple[list[str], list[tuple]]:
