@@ -39,7 +39,7 @@ from schemas.errors import LLMError
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, QAResult, Question
 from schemas.settings import Settings
 from tasks.index.views import document_name
-from tasks.qa.context import ASKS_CONTENTS, ASKS_DOCUMENT_TITLE, COVER_CHUNKS, Context, row_labels
+from tasks.qa.context import ASKS_CONTENTS, ASKS_DOCUMENT_TITLE, COVER_CHUNKS, Context, articles_asked, row_labels
 from tasks.qa.extract import (COUNT_WORDS, LAST, ORDINAL_WORDS, answers_what_is_asked, focus, form_lines,
                               labelled_rows, negated_terms, ordinal_number, scope_only_terms, scope_parts,
                               shortest_clause, table_cell, terms, without_scope)
@@ -218,6 +218,7 @@ _STARTS_ITEM = re.compile(r"^\s*(?:第[零一二三四五六七八九十百千0-
 
 # a law's list of conditions: "…下列条件:（一）…；（二）…；（五）年满三十周岁。"
 _LIST_ITEM = re.compile(r"^\s*[（(][一二三四五六七八九十0-9]+[)）]")
+_OPENS_BULLETS = re.compile(r"[:：]\s*[•●▪]")  # "…详细分类介绍如下: • Frontinfo.tex:…": a list's line, its first item
 _NUMBERED_ITEM = re.compile(r"^\s*(?:[（(][一二三四五六七八九十0-9]+[)）]|[0-9]{1,2}[.．、](?![0-9]))")
 _OPENS_LIST = re.compile(r"^(.*[:：])\s*[（(][一二三四五六七八九十1]+[)）]")
 # the question asks for a list's n-th item ("第三个条件", "the second requirement"; not "第十五条", an article)
@@ -573,6 +574,27 @@ def _set_aside(question: str, context: Context) -> frozenset[str]:
     return frozenset(terms(_glossed(aside, context)) - terms(_glossed(rest, context)))
 
 
+# a question asking a name in one language ("表2.1的英文标题", "What English title is printed on the cover"): a
+# unit not written in it restates what the question names; it is a weaker answer
+_ASKS_ENGLISH = re.compile(r"英文(?:标题|题目|名称|全称|名|缩写)|\bEnglish\s+(?:title|name|term|abbreviation)s?\b"
+                           r"|\bin English\b", re.IGNORECASE)
+_ASKS_CHINESE = re.compile(r"中文(?:标题|题目|名称|全称|名)|\bChinese\s+(?:title|name|term)s?\b|\bin Chinese\b",
+                           re.IGNORECASE)
+_LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
+_HAN = re.compile(r"[\u3400-\u9fff]")
+OTHER_SCRIPT_SHARE = 0.5  # of its score, for a unit not written in the language a name is asked in
+OTHER_ARTICLE_SHARE = 0.5  # of its score, for a unit of an article other than the one the question names
+
+
+def _script_asked(question: str) -> Callable[[str], bool] | None:
+    """Whether a unit is written in the language the question asks a name in, or None when it asks none."""
+    if _ASKS_ENGLISH.search(question):
+        return lambda unit: bool(_LATIN_WORD.search(unit))
+    if _ASKS_CHINESE.search(question):
+        return lambda unit: bool(_HAN.search(unit))
+    return None
+
+
 # an item's label before its value: "（二）第二顺序:兄弟姐妹、祖父母、外祖父母。"
 _ITEM_LABEL = re.compile(r"(?:^|[（(][一二三四五六七八九十0-9]{1,3}[)）])\s*([^:：，。；;、\s（()）]{3,20})\s*[:：]\s*\S")
 
@@ -900,6 +922,9 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     chinese_words = frozenset(w for w in words(question) if len(w) >= 2 and "\u3400" <= w[0]) if not english \
         else frozenset()
     asked_heading, headings_asked = heading_asked(question), set()  # (and symbol list entries asked)
+    # the article a question names ("Article 230") is where its answer is: a unit of another one scores
+    # OTHER_ARTICLE_SHARE (第二百三十四条 holds the terms of 二百三十 too)
+    asked_articles, other_articles = frozenset(articles_asked(question)), set()
     symbols = symbols_asked(question)
     # (the chunk whose heading the question writes out, when it asks the n-th paragraph under it)
     under_heading = _heading_written(question, context) \
@@ -980,6 +1005,8 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             unit_words = words(unit) - {w for w in qw if terms(w) & negated} if negated else words(unit)
             if setting:
                 unit_words |= words(setting)
+            if asked_articles and article and not asked_articles.intersection(articles_asked(article)):
+                other_articles.add(len(units))
             said, said_words = frozenset(), frozenset()
             if translated and english_terms:
                 stems = _meanings(unit, True)
@@ -1026,6 +1053,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
                           rf"|^\s*{named}\s+[^，。,;；:：]{{1,{GLOSSARY_MAX_CHARS}}}$") if len(named) >= 2 else None
     after_anchor = _after_anchor(question, units)
     aside = _set_aside(question, context)
+    in_script = _script_asked(question)
     scored = []
     for i, (found, found_words, bonus, credit, order, pos, unit, chunk_id, sentence, translated, cell, said,
             said_words) in enumerate(units):
@@ -1050,6 +1078,10 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             hit += GLOSS_WEIGHT * (bigram_share(said) + word_share((said_words & qw) - found_words)) / 2
         if aside and shared - naming_only - subject <= aside:
             hit *= 0.5  # it states what the question sets aside ("公民在法律面前一律平等" of "besides … equal before the law")
+        if in_script is not None and not in_script(unit):
+            hit *= OTHER_SCRIPT_SHARE
+        if i in other_articles:
+            hit *= OTHER_ARTICLE_SHARE
         if i in headings_asked:
             hit += HEADING_BONUS
         if labelled is not None and sentence and (labelled.search(unit) or _labels_part_of(unit, about)):
@@ -1076,9 +1108,9 @@ def extractive_answer(question: str, context: Context, settings: Settings,
         if len(picked) == a.extractive_max_sentences:
             break
     opener = units[scored[0][-1]]
-    if opener.sentence and opener.text.rstrip().endswith((":", "：")):
-        # a line opening a list ("The following CL commands can be used to …:") answers with the item
-        # of its list the question asks for, in its chunk or the next one
+    if opener.sentence and (opener.text.rstrip().endswith((":", "：")) or _OPENS_BULLETS.search(opener.text)):
+        # a line opening a list ("The following CL commands can be used to …:", quoted with its first item)
+        # answers with the item of its list the question asks for, in its chunk or the next one
         item = next(((unit, cid) for _, _, _, unit, cid, i in scored[1:]
                      if _in_list_of(units[i], opener, context)), None)
         if item is not None and item not in picked:

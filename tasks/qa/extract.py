@@ -339,14 +339,33 @@ def _blocks(rows: list[tuple[list[str], bool]]) -> list[tuple[list[str], list[li
         if not header_rows or (not data and (sub_header or (not row[0] and _word_row(row)))) \
                 or (data and starts_block):
             if data:
-                blocks.append((_join_headers(header_rows, _width(data)), data))
+                blocks.append((_grouped_years(_join_headers(header_rows, _width(data))), data))
                 header_rows, data = [], []
             header_rows.append(row)
         else:
             data.append(row)
     if data:
-        blocks.append((_join_headers(header_rows, _width(data)), data))
+        blocks.append((_grouped_years(_join_headers(header_rows, _width(data))), data))
     return blocks
+
+
+_GROUP_YEAR = re.compile(r"^\s*(\D*[^\d\s])\s*((?:19|20)[0-9]{2}\s*[AEFH]?)\s*$")  # "EPS2023A": a group, its first year
+
+
+def _grouped_years(headers: list[str]) -> list[str]:
+    """A group header MinerU wrote into its first year's cell ("EPS2023A | 2024E | 2025E | PE2023A | 2024E |
+    2025E", colspans flattened): the bare years after it are the group's ("PE 2024E", not a second "2024E")."""
+    out, group = list(headers), ""
+    for i, header in enumerate(headers):
+        opened = _GROUP_YEAR.match(header)
+        if opened and i + 1 < len(headers) and _YEAR.match(headers[i + 1]):
+            group = opened.group(1).strip()
+            out[i] = f"{group} {opened.group(2)}"
+        elif group and _YEAR.match(header):
+            out[i] = f"{group} {header.strip()}"
+        else:
+            group = ""
+    return out
 
 
 _YEAR = re.compile(r"^\s*(?:19|20)[0-9]{2}\s*[AEFH]?\s*$")
@@ -552,9 +571,12 @@ QUOTED_VALUE_MIN_CHARS = 6  # a value cell this long written out in the question
 
 
 @lru_cache(maxsize=4096)  # a batch asks the same tables many questions
-def _unique_values(content: str) -> frozenset[str]:
-    """The value cells (`_plain`) of a table that one row alone holds, of words, QUOTED_VALUE_MIN_CHARS or longer."""
+def _unique_values(content: str, numbers: bool = False) -> frozenset[str]:
+    """The value cells (`_plain`) of a table that one row alone holds: of words, QUOTED_VALUE_MIN_CHARS or longer;
+    with `numbers`, numbers instead."""
     held_by = Counter(_plain(cell) for row, _ in _rows(content)[1:] for cell in set(row[1:]))
+    if numbers:
+        return frozenset(cell for cell, n in held_by.items() if n == 1 and _NUMBER_CELL.match(cell))
     return frozenset(cell for cell, n in held_by.items()
                      if n == 1 and len(cell) >= QUOTED_VALUE_MIN_CHARS and not _NUMBER_CELL.match(cell))
 
@@ -633,6 +655,29 @@ def _compared(headers: list[str], scores: list[float]) -> list[float]:
 
 
 def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(), glosses: str = "") -> Cell | None:
+    """The cell of a " | " table the question asks for (`_cell`), or None when it names no row: by its label, by a
+    value of words it writes out or, when no label is named, by numbers it states that one row alone holds
+    ("收盘价5.6元那一行" of rows all labelled 优于大市; not "the column holding 50, 150, 200", held by three rows)."""
+    cell = _cell(question, content, subject, glosses)
+    if cell is not None:
+        return cell
+    rows = _rows(content)
+    conditions = _conditions(_TABLE_DESCRIPTION.sub(r"\1", question), rows, subject | scope_only_terms(question))
+    stated = {value for value in _unique_values(content, numbers=True) if conditions >= _decimals(value) != set()}
+    holding = [row for row, _ in rows[1:] if stated.intersection(map(_plain, row[1:]))]
+    if len(holding) != 1 or _NUMBER_CELL.match(holding[0][0]):
+        return None  # a table of values labels no row ("0.06C | 90%", its label the line before it)
+    return _cell(question, content, subject, glosses, frozenset(stated))
+
+
+def _conditions(question: str, rows: list[tuple[list[str], bool]], subject: frozenset[str]) -> set[str]:
+    """The numbers the question states as values (not one naming the document, "SVOLT 196Ah", a table or
+    figure, "图表 2", or a row or column, "Category 7", "Series 5"): a row's condition."""
+    return _decimals(question) - subject - _referenced(question) - _label_numbers(rows)
+
+
+def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), glosses: str = "",
+          stated: frozenset[str] = frozenset()) -> Cell | None:
     """The cell of a " | " table the question asks for, or None when no row label is named. The
     question's terms in `subject` name the document ("CC-SAM" of "in the CC-SAM paper, what does
     MiSLAS reach"): a row they name ranks below a row the question's other terms name. `glosses`:
@@ -652,9 +697,7 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
     subject = subject | scope_only_terms(question)
     periods = _period_terms(f"{question} {glosses}")
     asked_terms = terms(focus(question)) or q | periods
-    # a number the question states as a value (not one naming the document, "SVOLT 196Ah", a table or
-    # figure, "图表 2", or a row or column, "Category 7", "Series 5") is a row's condition
-    conditions = _decimals(question) - subject - _referenced(question) - _label_numbers(rows)
+    conditions = _conditions(question, rows, subject)
     targets = {n for m in _TARGET.finditer(question) for n in _decimals(m.group(1))} & conditions
     asked_numbers = _signed_decimals(question)
     meaning = bool(_ASKS_MEANING.search(question))
@@ -662,7 +705,7 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
     change = bool(_ASKS_CHANGE.search(question))
     # a value the question writes out that no other row holds names its row ("负责工会经费使用监督审查工作的是
     # 哪个职位": 经审委员's duty): the row's label, or another column, is what is asked
-    quotes = {cell for cell in _unique_values(content) if cell in asked}
+    quotes = {cell for cell in _unique_values(content) if cell in asked} | stated
     place_asked = asked_row(question)
     forecast = bool(_ASKS_FORECAST.search(question)) or not _years(q_numbers)  # no year asked: any column may be
     focused = terms(focus(question))

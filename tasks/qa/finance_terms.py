@@ -202,6 +202,8 @@ FINANCE_TERMS: dict[str, tuple[str, ...]] = {
     "price earnings": ("市盈率",),
     "price to earnings": ("市盈率",),
     "price to book": ("市净率",),
+    "p e": ("市盈率", "pe"),  # "P/E", as a table heads it: "PE2023A"
+    "p b": ("市净率", "pb"),
     "dividend yield": ("股息率", "息率"),
     "assets per share": ("每股净资产",),
     "dividend per share": ("每股红利", "每股股利"),

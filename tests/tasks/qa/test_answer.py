@@ -862,3 +862,44 @@ def test_only_the_sentences_near_the_best_are_encoded():
     # scores 0.413 (the first two), 0.335, 0.302: the last is more than RELATED_SPAN behind
     assert answer.text.startswith("第一千一百条 无子女的收养人可以收养两名子女")
     assert "第一千一百条 无子女的收养人可以收养两名子女；" in asked and "收养关系自登记之日起成立。" not in asked
+
+
+# prc_civil_code.pdf as landed: chunk 53 (ranked first) holds 第二百三十四条, whose number holds 二百三十 too
+CODE_52 = ("第三节 其他规定\n第二百二十九条 因人民法院、仲裁机构的法律文书或者人民政府的征收决定等，导致物权设立、变更、转让或者消灭的，"
+           "自法律文书或者征收决定等生效时发生效力。\n第二百三十条 因继承取得物权的，自继承开始时发生效力。第二百三十一条 因合法建造、"
+           "拆除房屋等事实行为设立或者消灭物权的，自事实行为成就时发生效力。")
+CODE_53 = ("第三章 物权的保护\n第二百三十三条 物权受到侵害的，权利人可以通过和解、\n调解、仲裁、诉讼等途径解决。第二百三十四条 因物权的"
+           "归属、内容发生争议的，利害关系人可以请求确认权利。第二百三十五条 无权占有不动产或者动产的，权利人可以请求返还原物。")
+
+
+@pytest.mark.parametrize("share, expected", [(None, "第二百三十条"), (1.0, "第二百三十四条")])
+def test_a_sentence_of_another_article_than_the_one_named_is_a_weaker_answer(monkeypatch, share, expected):
+    if share is not None:  # without the rule the neighbouring article wins
+        monkeypatch.setattr("tasks.qa.answer.OTHER_ARTICLE_SHARE", share)
+    ctx = _context((_chunk("prc_civil_code.pdf_53", CODE_53, "text"), 0.9),
+                   (_chunk("prc_civil_code.pdf_52", CODE_52, "text"), 0.3))
+    question = "Under Article 230 of the PRC Civil Code, from when does a real right acquired through inheritance take effect?"
+    assert extractive_answer(question, ctx, S.replace(extractive_max_sentences=1)).text.startswith(expected)
+
+
+@pytest.mark.parametrize("share, expected", [(None, "Table 2.1 This is a sample table."), (1.0, "表 2.1 这是一个样表。")])
+def test_a_name_asked_in_english_is_answered_by_the_english_line(monkeypatch, share, expected):
+    if share is not None:  # without the rule the Chinese line restating the question wins
+        monkeypatch.setattr("tasks.qa.answer.OTHER_SCRIPT_SHARE", share)
+    # ucasthesis_template_guide.pdf as landed (chunk 31): the bilingual caption of Table 2.1
+    guide = _chunk("ucasthesis.pdf_31", "2.3.3 表格请见表 2.1。\n表 2.1 这是一个样表。\nTable 2.1 This is a sample table.\n行号\n"
+                   "跨多列的标题\nRow 1 1 2 3 4 5 6 7 8", "text")
+    answer = extractive_answer("ucasthesis模板使用说明中的表2.1（这是一个样表）英文标题是什么？", _context((guide, 0.7)),
+                               S.replace(extractive_max_sentences=1))
+    assert answer.text.startswith(expected)
+
+
+def test_a_bullet_list_opened_with_its_first_item_answers_with_the_item_asked():
+    # ucasthesis_template_guide.pdf as landed (chunk 26): the line opening the list is quoted with its first
+    # item and holds most of the question's words; the item asked follows
+    tex = _chunk("ucasthesis.pdf_26", "2.2.5 Tex 文件夹\n文件夹内为论文的所有实体内容，注:所有文件都必须采用 UTF-8 编码，"
+                 "详细分类介绍如下:\n• Frontinfo.tex:为论文中英文封面信息。论文封面会根据英文学位名称自动切换为相应的格式。\n"
+                 "• Frontmatter.tex:为论文前言内容如中英文摘要等。\n• Appendix.tex:为附录内容。\n"
+                 "• Backmatter.tex:为发表文章信息和致谢部分等。", "text", section_path="2.2.5 Tex 文件夹")
+    answer = extractive_answer("按ucasthesis使用说明，Tex文件夹里存放附录内容的是哪个文件？", _context((tex, 0.7)), S)
+    assert answer.text.startswith("文件夹内为论文的所有实体内容") and "• Appendix.tex:为附录内容。" in answer.text

@@ -280,9 +280,9 @@ def test_a_glossary_line_opening_with_what_is_asked_answers_it(tmp_path):
 
 def test_a_regular_table_is_no_form():
     # word_sample.docx: every row as wide as the header; a question naming a header cell only asks
-    # which row holds a value, and "Food — Calories per portion" is no answer
+    # which row holds a value, and "Food — Calories per portion" is no answer: the row holding it is
     content = "Food | Calories per portion\nLeaves | 50\nBerries | 150\nGrain | 200"
-    assert table_cell("Which food category has 50 calories per portion?", content) is None
+    assert table_cell("Which food category has 50 calories per portion?", content).label == "Leaves"
     assert table_cell("How many calories per portion do berries have?", content).value == "150"
 
 
@@ -963,3 +963,30 @@ def test_a_row_written_out_in_a_table_without_its_header_answers_with_all_its_va
     cell = table_cell("比亚迪2025年一季报前10名股东持股情况表中，夏佐全持有的有限售条件股份数量是多少股？",
                       shareholders.content)
     assert cell.label == "夏佐全" and "61,976,705" in cell.value and cell.written and cell.column_score > 0
+
+
+# broker_research_report_anonymized.pdf as landed (chunk 22): MinerU wrote each column group's name into its first
+# year ("EPS2023A", "PE2023A") and labelled every peer by its rating alone
+PEERS = ("公司投资名称评级 | 收盘价人民币 | EPS2023A | 2024E | 2025E | PE2023A | 2024E | 2025E | g2024-2025 | PEG2025\n"
+         "优于大市 | 5.6 | 0.67 | 0.50 | 0.58 | 8.4 | 11.2 | 9.7 | 16.0% | 0.70\n"
+         "优于大市 | 4.0 | 0.48 | 0.39 | 0.43 | 8.2 | 10.1 | 9.2 | 10.3% | 0.99\n"
+         "优于大市 | 18.9 | 1.60 | 1.62 | 1.80 | 11.8 | 11.7 | 10.5 | 11.1% | 1.05")
+
+
+def test_a_number_one_row_alone_holds_names_the_row_its_labels_cannot():
+    cell = table_cell("服装企业研报可比公司估值表里，收盘价5.6元那一行对应的2024E市盈率（PE）是多少？", PEERS)
+    assert (cell.header, cell.value) == ("PE 2024E", "11.2")  # the year under its group, not EPS's 2024E
+    assert table_cell("收盘价为18.9元的那家公司，2025E的EPS预测是多少元？", PEERS).value == "1.80"
+    # numbers held by three rows name none of them: no row is asked
+    assert table_cell("哪一列的数值有4.0、5.6和18.9？", PEERS) is None
+
+
+def test_a_row_label_named_is_not_outranked_by_a_number_another_row_holds(tables):
+    # the SVOLT step-charge table's chunks: "20%" is a value of one 10℃≤T<15℃ row alone, in the chunk ranked
+    # first; the row the question names by its label, in the next chunk, answers
+    steps = tables["svolt_mineru2.7.6"]
+    first, named = table_with(steps, "10°℃≤T<15℃ | 0.90C | 20%"), table_with(steps, "-20℃≤T<-15℃")
+    ctx = build_context([Candidate(first.chunk_id, 0.9, chunk=first), Candidate(named.chunk_id, 0.8, chunk=named)],
+                        Settings())
+    question = "SVOLT 196Ah刀片电芯阶梯充电表中，电芯温度在-15℃≤T<-10℃时，第一段（充至20% SOC）的充电电流是多少？"
+    assert extractive_answer(question, ctx, Settings()).text.startswith("-15℃C≤T<-10℃ — 电流，ACurrent, A: 0.12C")
