@@ -878,7 +878,8 @@ def test_a_sentence_of_another_article_than_the_one_named_is_a_weaker_answer(mon
         monkeypatch.setattr("tasks.qa.answer.OTHER_ARTICLE_SHARE", share)
     ctx = _context((_chunk("prc_civil_code.pdf_53", CODE_53, "text"), 0.9),
                    (_chunk("prc_civil_code.pdf_52", CODE_52, "text"), 0.3))
-    question = "Under Article 230 of the PRC Civil Code, from when does a real right acquired through inheritance take effect?"
+    question = "Under Article 230 of the PRC Civil Code, from when does a real right acquired through inheritance " \
+               "take effect?"
     assert extractive_answer(question, ctx, S.replace(extractive_max_sentences=1)).text.startswith(expected)
 
 
