@@ -218,7 +218,9 @@ _STARTS_ITEM = re.compile(r"^\s*(?:第[零一二三四五六七八九十百千0-
 
 # a law's list of conditions: "…下列条件:（一）…；（二）…；（五）年满三十周岁。"
 _LIST_ITEM = re.compile(r"^\s*[（(][一二三四五六七八九十0-9]+[)）]")
-_OPENS_BULLETS = re.compile(r"[:：]\s*[•●▪]")  # "…详细分类介绍如下: • Frontinfo.tex:…": a list's line, its first item
+# a list's opening line quoted with its first item ("…详细分类介绍如下: • Frontinfo.tex:…", "…以下14个安全要素： 1. 核电厂设计");
+# a law's items ("（二）…") are each quoted with the line, and are no first item
+_OPENS_LIST_ITEM = re.compile(r"[:：]\s*(?:[•●▪]|1[.．、](?![0-9]))")
 _NUMBERED_ITEM = re.compile(r"^\s*(?:[（(][一二三四五六七八九十0-9]+[)）]|[0-9]{1,2}[.．、](?![0-9]))")
 _OPENS_LIST = re.compile(r"^(.*[:：])\s*[（(][一二三四五六七八九十1]+[)）]")
 # the question asks for a list's n-th item ("第三个条件", "the second requirement"; not "第十五条", an article)
@@ -584,6 +586,16 @@ _LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
 _HAN = re.compile(r"[\u3400-\u9fff]")
 OTHER_SCRIPT_SHARE = 0.5  # of its score, for a unit not written in the language a name is asked in
 OTHER_ARTICLE_SHARE = 0.5  # of its score, for a unit of an article other than the one the question names
+# a code the question writes ("SF4", "TA33"): a short line writing it out whole (not "SF14") labels what is asked
+_CODE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2,5}[0-9]{1,3}(?![A-Za-z0-9])")
+CODE_BONUS = 0.2
+CODE_LINE_CHARS = 40  # a line this short writing a code out labels it ("4. 老化（SF4）"); a sentence may cite it
+
+
+def _codes_written(question: str) -> re.Pattern | None:
+    """What finds in a unit the codes the question writes, whole; None when it writes none."""
+    codes = list(dict.fromkeys(_CODE.findall(question)))
+    return re.compile(rf"(?<![A-Za-z0-9])(?:{'|'.join(codes)})(?![A-Za-z0-9])") if codes else None
 
 
 def _script_asked(question: str) -> Callable[[str], bool] | None:
@@ -1054,6 +1066,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     after_anchor = _after_anchor(question, units)
     aside = _set_aside(question, context)
     in_script = _script_asked(question)
+    codes = _codes_written(question)
     scored = []
     for i, (found, found_words, bonus, credit, order, pos, unit, chunk_id, sentence, translated, cell, said,
             said_words) in enumerate(units):
@@ -1082,6 +1095,8 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             hit *= OTHER_SCRIPT_SHARE
         if i in other_articles:
             hit *= OTHER_ARTICLE_SHARE
+        if codes is not None and len(unit) <= CODE_LINE_CHARS and codes.search(unit):
+            hit += CODE_BONUS
         if i in headings_asked:
             hit += HEADING_BONUS
         if labelled is not None and sentence and (labelled.search(unit) or _labels_part_of(unit, about)):
@@ -1108,9 +1123,11 @@ def extractive_answer(question: str, context: Context, settings: Settings,
         if len(picked) == a.extractive_max_sentences:
             break
     opener = units[scored[0][-1]]
-    if opener.sentence and (opener.text.rstrip().endswith((":", "：")) or _OPENS_BULLETS.search(opener.text)):
-        # a line opening a list ("The following CL commands can be used to …:", quoted with its first item)
-        # answers with the item of its list the question asks for, in its chunk or the next one
+    if opener.sentence and (opener.text.rstrip().endswith((":", "："))
+                            or (ordinal is None and _OPENS_LIST_ITEM.search(opener.text))):
+        # a line opening a list ("The following CL commands can be used to …:", or quoted with its first item
+        # when no item is asked by its place) answers with the item of its list the question asks for, in its chunk
+        # or the next one
         item = next(((unit, cid) for _, _, _, unit, cid, i in scored[1:]
                      if _in_list_of(units[i], opener, context)), None)
         if item is not None and item not in picked:

@@ -904,3 +904,17 @@ def test_a_bullet_list_opened_with_its_first_item_answers_with_the_item_asked():
                  "• Backmatter.tex:为发表文章信息和致谢部分等。", "text", section_path="2.2.5 Tex 文件夹")
     answer = extractive_answer("按ucasthesis使用说明，Tex文件夹里存放附录内容的是哪个文件？", _context((tex, 0.7)), S)
     assert answer.text.startswith("文件夹内为论文的所有实体内容") and "• Appendix.tex:为附录内容。" in answer.text
+
+
+@pytest.mark.parametrize("bonus, written", [(None, True), (0.0, False)])
+def test_a_short_line_writing_out_the_code_asked_labels_it(monkeypatch, bonus, written):
+    if bonus is not None:  # without the rule the item with more of the question's words, "SF5", is quoted
+        monkeypatch.setattr("tasks.qa.answer.CODE_BONUS", bonus)
+    # nbt_npp_periodic_safety_review_part1_draft.docx as landed (chunk 16): "SF14" is no "SF4"; the opening line is
+    # quoted with its first item and adds the item asked
+    factors = _chunk("psr_part1.docx_16", "5.1.1 一般而言，核电厂定期安全评价的范围应包括以下14个安全要素：\n1. 核电厂设计（SF1）\n"
+                     "2. 构筑物、系统和部件的实际状态（SF2）\n3. 设备合格鉴定（SF3）\n4. 老化（SF4）\n5. 确定论安全分析（SF5）\n"
+                     "14. 辐射环境影响（SF14）", "text", section_path="1.5 定期安全评价的策划和准备 > 1.5.1 确定评价范围和内容")
+    question = "Among the 14 safety factors of the periodic safety review, which factor carries the code SF4?"
+    answer = extractive_answer(question, _context((factors, 0.8)), S.replace(extractive_max_sentences=1))
+    assert answer.text.startswith("5.1.1 一般而言") and ("4. 老化（SF4）" in answer.text) is written
