@@ -566,7 +566,10 @@ _SYMBOL_DIGIT = re.compile(r"(?<=[A-Za-z])\d(?![\d.])")  # part of a symbol, no 
 
 # what a question says a table shows beside naming it ("Table 1 (top-1 accuracy on CIFAR-10-LT and CIFAR-100-LT)",
 # "表2（Places-LT）") says which table, not which row or column of it
-_TABLE_DESCRIPTION = re.compile(r"((?:table|表)\s*[0-9]+)\s*[(（][^()（）]{3,}[)）]", re.IGNORECASE)
+# a table's description after its number ("Table 4 of the CC-SAM paper (open long-tailed recognition on ImageNet-LT
+# and Places-LT)") names the table, not the column asked
+_TABLE_DESCRIPTION = re.compile(r"((?:table|表)\s*[0-9]+(?:\s+(?:of|in)\s+the\s+[^()（）,，?？]{1,60}?)?)\s*[(（][^()（）]{3,}[)）]",
+                                re.IGNORECASE)
 QUOTED_VALUE_MIN_CHARS = 6  # a value cell this long written out in the question names its row
 
 

@@ -990,3 +990,11 @@ def test_a_row_label_named_is_not_outranked_by_a_number_another_row_holds(tables
                         Settings())
     question = "SVOLT 196Ah刀片电芯阶梯充电表中，电芯温度在-15℃≤T<-10℃时，第一段（充至20% SOC）的充电电流是多少？"
     assert extractive_answer(question, ctx, Settings()).text.startswith("-15℃C≤T<-10℃ — 电流，ACurrent, A: 0.12C")
+
+
+def test_the_description_of_a_table_names_no_column(tables):
+    # CC-SAM's Table 4 as landed: "(… on ImageNet-LT and Places-LT)" describes the table; "on Places-LT" asks the column
+    table = table_with(tables["cvpr_mineru3.4.4"], "Lifted Loss")
+    question = ("In Table 4 of the CC-SAM paper (open long-tailed recognition on ImageNet-LT and Places-LT), what "
+                "Medium-class accuracy does Lifted Loss achieve on Places-LT?")
+    assert table_cell(question, table.content).header == "Places-LT Medium"
