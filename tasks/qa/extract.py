@@ -101,9 +101,10 @@ _CITATION = re.compile(r"\s*\[[0-9]+(?:\s*[,，–-]\s*[0-9]+)*\]")
 # same period last year", "比上年同期增长了多少"): the column comparing with the base answers, not the base's
 _CHANGE_WORDS = r"\bchange|\bincreas|\bdecreas|\bgr[eo]w|\bdrop|\brise\b|\brose\b|\bfell\b|\bfall\b|增减|增长|下降|减少|增加|变动|变化"
 _BASE_WORDS = r"\bcompared (?:with|to)\b|\bthan\b|\bversus\b|\bvs\b|比|较"
-_ASKS_CHANGE = re.compile(rf"(?:\bby (?:what|how much)\b|{_CHANGE_WORDS}).*?(?:{_BASE_WORDS}|\bover\b)"
+_ASKS_CHANGE = re.compile(rf"(?:\bby (?:what|how much)\b|{_CHANGE_WORDS}).*?(?:{_BASE_WORDS}|\bover\b|\bbetween\b)"
                           rf"|(?:{_BASE_WORDS}).*?(?:{_CHANGE_WORDS})", re.IGNORECASE)
 _CHANGE_HEADER = re.compile(r"增减|变动|变化|增长|同比|环比|%|\bchange\b|\bgrowth\b|\byoy\b", re.IGNORECASE)
+_YEARISH = re.compile(r"(?:19|20)[0-9]{2}|本期|上期|同期|年初|期初|期末")  # a change column naming its base
 _SUB_ITEM = re.compile(r"^\s*(?:其中|加|减)\s*[:：]\s*")  # a financial statement's sub-item marker
 _NUMBERING = re.compile(r"^(?:no\.?|序号|[0-9]+(?:\.[0-9]+)*\.?)$", re.IGNORECASE)
 # words that ask rather than name: never evidence that a row or column was meant
@@ -654,6 +655,15 @@ def _compared(headers: list[str], scores: list[float]) -> list[float]:
             for j in changes:
                 out[j] = max(out[j], scores[i] + scores[j])
             out[i] = 0.0
+    # both columns compared named ("between 2024/12/31 and 2025/3/31"): the change column of no base of its own
+    # ("变动率") answers
+    named = [i for i, h in enumerate(headers) if out[i] > 0 and not _CHANGE_HEADER.search(h)]
+    plain = [j for j, h in enumerate(headers) if _CHANGE_HEADER.search(h) and not _YEARISH.search(h)]
+    if len(named) >= 2 and plain:
+        for j in plain:
+            out[j] = max(out[i] for i in named) + scores[j]
+        for i in named:
+            out[i] = 0.0
     return out
 
 
@@ -689,7 +699,8 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
     "shown under finance expenses")."""
     question = _TABLE_DESCRIPTION.sub(r"\1", question)
     q, q_numbers = terms(f"{question} {glosses}"), _numbers(question)
-    wants_words = answers_what_is_asked(question) is None  # "原因是什么", not "多少" / "哪一年"
+    # "原因是什么", not "多少" / "哪一年" / "by what rate"
+    wants_words = answers_what_is_asked(question) is None and not _ASKS_RATIO.search(question)
     best: tuple[float, Cell] | None = None
     rows = _rows(content)
     asked, asked_about = _plain(question), _plain(focus(question))

@@ -998,3 +998,12 @@ def test_the_description_of_a_table_names_no_column(tables):
     question = ("In Table 4 of the CC-SAM paper (open long-tailed recognition on ImageNet-LT and Places-LT), what "
                 "Medium-class accuracy does Lifted Loss achieve on Places-LT?")
     assert table_cell(question, table.content).header == "Places-LT Medium"
+
+
+def test_a_change_between_two_named_columns_is_the_change_column(tables):
+    # BYD's balance-sheet changes as landed: both dates are named, the rate of change is asked, not a date's value or
+    # the reason
+    table = table_with(tables["byd_2025q1_quarterly_report"], "主要是票据背书和贴现增加所致")
+    question = "In BYD's Q1 2025 report, by what rate did inventories (存货) change between 2024/12/31 and 2025/3/31?"
+    assert (table_cell(question, table.content).header, table_cell(question, table.content).value) == ("变动率", "33.04%")
+    assert table_cell("存货在2024/12/31到2025/3/31之间变动的主要原因是什么？", table.content).header == "变动原因"
