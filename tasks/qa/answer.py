@@ -1020,12 +1020,13 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             if asked_articles and article and not asked_articles.intersection(articles_asked(article)):
                 other_articles.add(len(units))
             said, said_words = frozenset(), frozenset()
+            said_in = f"{setting} {unit}" if setting else unit  # what it says in its setting too
             if translated and english_terms:
-                stems = _meanings(unit, True)
+                stems = _meanings(said_in, True)
                 said = frozenset(t for t, st in english_terms.items() if st in stems) - foreign
                 said_words = frozenset(w for w, st in english_words.items() if st in stems) - foreign_words
             elif translated and chinese_words:
-                said_words = (chinese_words & _meanings(unit, False)) - foreign_words
+                said_words = (chinese_words & _meanings(said_in, False)) - foreign_words
                 said = terms(" ".join(said_words)) - foreign
             units.append(_Unit(((terms(unit) - negated) | terms(setting) | subject) - foreign,
                                (unit_words | subject_words) - foreign_words,

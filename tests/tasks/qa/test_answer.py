@@ -918,3 +918,14 @@ def test_a_short_line_writing_out_the_code_asked_labels_it(monkeypatch, bonus, w
     question = "Among the 14 safety factors of the periodic safety review, which factor carries the code SF4?"
     answer = extractive_answer(question, _context((factors, 0.8)), S.replace(extractive_max_sentences=1))
     assert answer.text.startswith("5.1.1 一般而言") and ("4. 老化（SF4）" in answer.text) is written
+
+
+def test_a_clause_after_a_semicolon_is_read_in_its_first_clauses_setting_in_the_other_language_too():
+    # prc_civil_code.pdf as landed (chunk 277): "unless it can prove" is said by the clause after "；", whose setting
+    # (the zoo, its animals, tort liability) the English question's words mean too
+    zoo = _chunk("prc_civil_code.pdf_277", "第一千二百四十七条 禁止饲养的烈性犬等危险动物造成他人损害的，动物饲养人或者管理人应当承担侵权责任。\n"
+                 "第一千二百四十八条 动物园的动物造成他人损害的，动物园应当承担侵权责任；但是，能够证明尽到管理职责的，不承担侵权责任。\n"
+                 "第一千二百四十九条 遗弃、逃逸的动物在遗弃、逃逸期间造成他人损害的，由动物原饲养人或者管理人承担侵权责任。", "text")
+    question = "Under the PRC Civil Code, a zoo bears tort liability when its animals injure someone, unless it can " \
+               "prove what?"
+    assert extractive_answer(question, _context((zoo, 0.8)), S).text.startswith("但是，能够证明尽到管理职责的")
