@@ -802,12 +802,34 @@ def _contents_entries(chunk) -> list[str] | None:
     return [_LEADER.sub(" ", line.replace(" | ", " ")).strip() for line in lines]
 
 
+_BULLET = re.compile(r"^\s*[-•●▪*]\s")  # an item of a list numbering none ("- Strikethrough bullet 4")
+
+
+def _bullet_place(units: Sequence[_Unit], i: int) -> int | None:
+    """The place of units[i] among the bullets right before it in its chunk, 1 for the first; None for no bullet."""
+    if not _BULLET.match(units[i].text):
+        return None
+    first = i
+    while first > 0 and _BULLET.match(units[first - 1].text) and units[first - 1].chunk_id == units[i].chunk_id \
+            and units[first - 1].pos == units[first].pos - 1:
+        first -= 1
+    return i - first + 1
+
+
 def _is_item(units: Sequence[_Unit], i: int, ordinal: int) -> bool:
-    """Whether units[i] is its list's item numbered `ordinal`, or its last item (LAST: the next item
-    of its chunk is not numbered next)."""
+    """Whether units[i] is its list's item numbered `ordinal` (a bullet: at that place), or its last item (LAST: the
+    next item of its chunk is not numbered next)."""
     number = item_number(units[i].text)
-    if number is None or ordinal != LAST:
-        return number is not None and number == ordinal
+    if number is None:
+        place = _bullet_place(units, i)
+        if place is None:
+            return False
+        if ordinal != LAST:
+            return place == ordinal
+        after = i + 1 < len(units) and units[i + 1].chunk_id == units[i].chunk_id and _BULLET.match(units[i + 1].text)
+        return not after
+    if ordinal != LAST:
+        return number == ordinal
     # the next item of its chunk; the first item is a unit twice, with its list's opening line and alone
     after = next((item_number(u.text) for u in units[i + 1:] if u.chunk_id == units[i].chunk_id
                   and item_number(u.text) != number), None)
@@ -1078,7 +1100,9 @@ def extractive_answer(question: str, context: Context, settings: Settings,
         # of a word's glosses the context uses, and so how large q is, says nothing of the unit)
         # a cell whose row the question writes out and whose column it names needs no more of its terms (a
         # question quoting an alloy's nominal composition "Ti-5.8Al-4Sn-3.5Zr-…" asks TA33's Ta cell)
-        if len(shared) / len(q_plain) < a.extractive_min_overlap and i not in headings_asked \
+        # a list's item asked by its place needs few of them: its list's opening line says what it is
+        at_place = ordinal is not None and sentence and (_is_item(units, i, ordinal) or _enumerates(unit, ordinal))
+        if len(shared) / len(q_plain) < a.extractive_min_overlap and i not in headings_asked and not at_place \
                 and not (cell and bonus >= 2 * CELL_BONUS):
             continue
         subject = naming[context.chunks[order].source][0]
@@ -1102,7 +1126,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             hit += HEADING_BONUS
         if labelled is not None and sentence and (labelled.search(unit) or _labels_part_of(unit, about)):
             hit += LABEL_BONUS
-        if ordinal is not None and sentence and (_is_item(units, i, ordinal) or _enumerates(unit, ordinal)):
+        if at_place:
             hit += ORDINAL_BONUS
         if i in after_anchor:
             hit += after_anchor[i]

@@ -929,3 +929,20 @@ def test_a_clause_after_a_semicolon_is_read_in_its_first_clauses_setting_in_the_
     question = "Under the PRC Civil Code, a zoo bears tort liability when its animals injure someone, unless it can " \
                "prove what?"
     assert extractive_answer(question, _context((zoo, 0.8)), S).text.startswith("但是，能够证明尽到管理职责的")
+
+
+def test_a_bullet_asked_by_its_place_is_counted_in_its_list():
+    # mineru_docx_demo_zh_en_headings_tables_images.docx as landed (chunk 6): a list whose bullets number nothing
+    bullets = _chunk("demo.docx_6", "1.3 多级列表\n- Italic bullet 1\n- Bold bullet 2\n- Underline bullet 3\n"
+                     "- Strikethrough bullet 4\n- Some italic bold underline strikethrough\n- Nested italic bold",
+                     "text", section_path="1 有序列表构成的章节标题 > 1.3 多级列表")
+    # (the fifth holds one of the question's words: its list says what it is)
+    for place, expected in (("fourth", "- Strikethrough bullet 4"), ("fifth", "- Some italic bold underline")):
+        question = f"In the MinerU DOCX demo, what is the {place} bullet of the multi-level list with italic text?"
+        answer = extractive_answer(question, _context((bullets, 0.8)), S.replace(extractive_max_sentences=1))
+        assert answer.text.startswith(expected)
+    # an item asked by its place is kept below the floor of the question's terms a unit must hold
+    strict = S.replace(extractive_max_sentences=1, extractive_min_overlap=0.5)
+    question = "In the MinerU DOCX demo, what is the fifth bullet of the multi-level list with italic text?"
+    assert extractive_answer(question, _context((bullets, 0.8)), strict).text.startswith("- Some italic bold underline")
+
