@@ -585,7 +585,14 @@ _ASKS_CHINESE = re.compile(r"中文(?:标题|题目|名称|全称|名)|\bChinese
 _LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
 _HAN = re.compile(r"[\u3400-\u9fff]")
 OTHER_SCRIPT_SHARE = 0.5  # of its score, for a unit not written in the language a name is asked in
-OTHER_ARTICLE_SHARE = 0.5  # of its score, for a unit of an article other than the one the question names
+OTHER_ARTICLE_SHARE = 0.5  # of its score, for a unit of an article (a table) other than the one the question names
+_TABLE_NUMBER = re.compile(r"(?:\btable|表格?)\s*([A-Z]?(?:\s*\.\s*)?[0-9]+(?:\s*[.\-]\s*[0-9]+)?)", re.IGNORECASE)
+
+
+def _table_number(caption: str | None) -> str | None:
+    """The number a table's caption opens with ("Table 4. Open long-tail …" → "4", "表 B.1 …" → "B.1"), or None."""
+    m = _TABLE_NUMBER.match((caption or "").strip())
+    return m.group(1).replace(" ", "") if m else None
 # a code the question writes ("SF4", "TA33"): a short line writing it out whole (not "SF14") labels what is asked
 _CODE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2,5}[0-9]{1,3}(?![A-Za-z0-9])")
 CODE_BONUS = 0.2
@@ -959,6 +966,10 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     # the article a question names ("Article 230") is where its answer is: a unit of another one scores
     # OTHER_ARTICLE_SHARE (第二百三十四条 holds the terms of 二百三十 too)
     asked_articles, other_articles = frozenset(articles_asked(question)), set()
+    # so does a table of another number than the one named ("Table 4", not the Table 3 ranked first)
+    asked_tables = frozenset(m.group(1).replace(" ", "") for m in _TABLE_NUMBER.finditer(question))
+    other_tables = {order for order, c in enumerate(context.chunks) if asked_tables and c.chunk.chunk_type in GRIDS
+                    and _table_number(c.chunk.caption) not in asked_tables | {None}}
     symbols = symbols_asked(question)
     # (the chunk whose heading the question writes out, when it asks the n-th paragraph under it)
     under_heading = _heading_written(question, context) \
@@ -1118,7 +1129,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             hit *= 0.5  # it states what the question sets aside ("公民在法律面前一律平等" of "besides … equal before the law")
         if in_script is not None and not in_script(unit):
             hit *= OTHER_SCRIPT_SHARE
-        if i in other_articles:
+        if i in other_articles or order in other_tables:
             hit *= OTHER_ARTICLE_SHARE
         if codes is not None and len(unit) <= CODE_LINE_CHARS and codes.search(unit):
             hit += CODE_BONUS

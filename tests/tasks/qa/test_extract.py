@@ -1007,3 +1007,13 @@ def test_a_change_between_two_named_columns_is_the_change_column(tables):
     question = "In BYD's Q1 2025 report, by what rate did inventories (存货) change between 2024/12/31 and 2025/3/31?"
     assert (table_cell(question, table.content).header, table_cell(question, table.content).value) == ("变动率", "33.04%")
     assert table_cell("存货在2024/12/31到2025/3/31之间变动的主要原因是什么？", table.content).header == "变动原因"
+
+
+def test_a_table_named_by_its_number_answers_before_another_ranked_first(tables):
+    # CC-SAM's Tables 3 and 4 as landed: both have a CE row and Places-LT's Few column; Table 4, ranked first, is not
+    # the table the question names
+    third, fourth = (next(t for t in tables["cvpr_mineru3.4.4"] if t.caption.startswith(f"Table {n}.")) for n in (3, 4))
+    ctx = build_context([Candidate(fourth.chunk_id, 0.9, chunk=fourth), Candidate(third.chunk_id, 0.6, chunk=third)],
+                        Settings())
+    question = "In Table 3 of the CC-SAM paper, what Few accuracy does CE reach on Places-LT?"
+    assert extractive_answer(question, ctx, Settings()).citations == [third.chunk_id]
