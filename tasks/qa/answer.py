@@ -716,7 +716,8 @@ def _with_relatedness(question: str, english: bool, units: Sequence[_Unit], scor
 # the question asks what follows a named item ("which constraint comes right after Regulatory
 # Constraints", "紧接在…之后的是哪一项")
 _ASKED_AFTER = re.compile(r"\b(?:right|immediately|directly)\s+(?:after|below)\s+(.+?)(?:[?？,，]|$)"
-                          r"|紧(?:接|跟)(?:在)?(.+?)(?:之后|后面)", re.IGNORECASE)
+                          r"|紧(?:接|跟)(?:在)?(.+?)(?:之后|后面)|(?:排|列)在[“\"「]?([^”\"」]+?)[”\"」]?(?:之后|后面)",
+                          re.IGNORECASE)
 
 
 def _after_anchor(question: str, units: Sequence[_Unit]) -> dict[int, float]:
@@ -731,8 +732,10 @@ def _after_anchor(question: str, units: Sequence[_Unit]) -> dict[int, float]:
     if best is None or share[best] < 0.5:
         return {}
     out = {best: -ORDINAL_BONUS}
-    if best + 1 < len(units) and units[best + 1].chunk_id == units[best].chunk_id:
-        out[best + 1] = ORDINAL_BONUS
+    # (a list's first item is a unit with its opening line and alone: the one after it is the next item)
+    after = next((i for i in range(best + 1, len(units)) if units[i].text not in units[best].text), None)
+    if after is not None and units[after].chunk_id == units[best].chunk_id and units[after].pos <= units[best].pos + 2:
+        out[after] = ORDINAL_BONUS
     return out
 
 
@@ -1039,7 +1042,9 @@ def extractive_answer(question: str, context: Context, settings: Settings,
                 setting = f"{setting} {article}".strip()
             cleaned = clean_text(unit)
             is_heading = asked_heading is not None and bool(asked_heading.search(unit))
-            no_unit = len(cleaned) < MIN_SENTENCE_CHARS or cleaned in headings or _TOC_LINE.search(unit) \
+            # (a list's short item is one: "2. 专题设置")
+            no_unit = (len(cleaned) < MIN_SENTENCE_CHARS and not _NUMBERED_ITEM.match(unit)) or cleaned in headings \
+                or _TOC_LINE.search(unit) \
                 or (contents_line and not contents_asked and _CONTENTS_ENTRY.match(unit))
             if no_unit and not is_heading:
                 continue
@@ -1105,7 +1110,9 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     for i, (found, found_words, bonus, credit, order, pos, unit, chunk_id, sentence, translated, cell, said,
             said_words) in enumerate(units):
         shared = found & q
-        if shared <= naming_only and not cell and i not in headings_asked:
+        # the list's item after the one named needs none of the question's words
+        placed_after = after_anchor.get(i, 0.0) > 0 and bool(_NUMBERED_ITEM.match(unit))
+        if shared <= naming_only and not cell and i not in headings_asked and not placed_after:
             continue  # it holds only the words naming the document: a cover, a title restated
         # the share of the question's own terms: a Chinese unit holds translations in their stead (how many
         # of a word's glosses the context uses, and so how large q is, says nothing of the unit)
@@ -1113,7 +1120,8 @@ def extractive_answer(question: str, context: Context, settings: Settings,
         # question quoting an alloy's nominal composition "Ti-5.8Al-4Sn-3.5Zr-…" asks TA33's Ta cell)
         # a list's item asked by its place needs few of them: its list's opening line says what it is
         at_place = ordinal is not None and sentence and (_is_item(units, i, ordinal) or _enumerates(unit, ordinal))
-        if len(shared) / len(q_plain) < a.extractive_min_overlap and i not in headings_asked and not at_place \
+        if len(shared) / len(q_plain) < a.extractive_min_overlap and i not in headings_asked \
+                and not (at_place or placed_after) \
                 and not (cell and bonus >= 2 * CELL_BONUS):
             continue
         subject = naming[context.chunks[order].source][0]

@@ -946,3 +946,13 @@ def test_a_bullet_asked_by_its_place_is_counted_in_its_list():
     question = "In the MinerU DOCX demo, what is the fifth bullet of the multi-level list with italic text?"
     assert extractive_answer(question, _context((bullets, 0.8)), strict).text.startswith("- Some italic bold underline")
 
+
+
+def test_the_item_placed_after_the_one_named_answers_however_short():
+    # nbt_npp_periodic_safety_review_part1_draft.docx as landed (chunk 53, Appendix B): the item after
+    # "1. 目标和范围" is four characters; the first item is quoted with the line opening its list, and alone
+    outline = _chunk("psr_part1.docx_53", "6. 向国家核安全局提交PSR大纲、要素/专项评价报告、总体评价报告的计划\n"
+                     "7. 安全要素和评价专项，每个安全要素/评价专项应提供以下信息：\n1. 目标和范围\n2. 专题设置\n3. 评价输入\n"
+                     "4. 评价流程\n8. 总体评价\n1. 总体评价方法", "text", section_path="附录B 核电厂PSR大纲的一般内容")
+    question = "按PSR大纲的一般内容，每个安全要素/评价专项要提供的信息中，排在“目标和范围”之后的是哪一项？"
+    assert "2. 专题设置" in extractive_answer(question, _context((outline, 0.8)), S).text
