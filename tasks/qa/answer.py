@@ -585,6 +585,17 @@ _ASKS_CHINESE = re.compile(r"中文(?:标题|题目|名称|全称|名)|\bChinese
 _LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
 _HAN = re.compile(r"[\u3400-\u9fff]")
 OTHER_SCRIPT_SHARE = 0.5  # of its score, for a unit not written in the language a name is asked in
+
+
+def _script_asked(question: str) -> Callable[[str], bool] | None:
+    """Whether a unit is written in the language the question asks a name in, or None when it asks none."""
+    if _ASKS_ENGLISH.search(question):
+        return lambda unit: bool(_LATIN_WORD.search(unit))
+    if _ASKS_CHINESE.search(question):
+        return lambda unit: bool(_HAN.search(unit))
+    return None
+
+
 OTHER_ARTICLE_SHARE = 0.5  # of its score, for a unit of an article (a table) other than the one the question names
 _TABLE_NUMBER = re.compile(r"(?:\btable|表格?)\s*([A-Z]?(?:\s*\.\s*)?[0-9]+(?:\s*[.\-]\s*[0-9]+)?)", re.IGNORECASE)
 
@@ -593,6 +604,8 @@ def _table_number(caption: str | None) -> str | None:
     """The number a table's caption opens with ("Table 4. Open long-tail …" → "4", "表 B.1 …" → "B.1"), or None."""
     m = _TABLE_NUMBER.match((caption or "").strip())
     return m.group(1).replace(" ", "") if m else None
+
+
 # a code the question writes ("SF4", "TA33"): a short line writing it out whole (not "SF14") labels what is asked
 _CODE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2,5}[0-9]{1,3}(?![A-Za-z0-9])")
 CODE_BONUS = 0.2
@@ -603,15 +616,6 @@ def _codes_written(question: str) -> re.Pattern | None:
     """What finds in a unit the codes the question writes, whole; None when it writes none."""
     codes = list(dict.fromkeys(_CODE.findall(question)))
     return re.compile(rf"(?<![A-Za-z0-9])(?:{'|'.join(codes)})(?![A-Za-z0-9])") if codes else None
-
-
-def _script_asked(question: str) -> Callable[[str], bool] | None:
-    """Whether a unit is written in the language the question asks a name in, or None when it asks none."""
-    if _ASKS_ENGLISH.search(question):
-        return lambda unit: bool(_LATIN_WORD.search(unit))
-    if _ASKS_CHINESE.search(question):
-        return lambda unit: bool(_HAN.search(unit))
-    return None
 
 
 # an item's label before its value: "（二）第二顺序:兄弟姐妹、祖父母、外祖父母。"
@@ -932,7 +936,10 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     (`_document_title`), one asking a chart's or table's caption the caption of the grid its cells name.
     The words naming the document are no evidence in a passage that writes them out, unless they are its
     document's subject; a unit holding only what the question sets aside ("besides X,
-    what …", `_set_aside`) scores half. A sentence in the other language than the question's also scores by
+    what …", `_set_aside`) scores half, as does one of another article or numbered table than the one the
+    question names ("Article 230", "Table 4") and one not written in the language a name is asked in ("英文标题");
+    a short line writing out a code the question writes ("SF4") gains CODE_BONUS; a bullet asked by its place
+    is counted among the bullets before it. A sentence in the other language than the question's also scores by
     its embedding's cosine to the question's (`similarity`), less the best such sentence's (at most
     RELATED_SPAN less), times `extractive_similarity_weight`: a dictionary reads a translation word by word,
     the model reads it whole

@@ -566,9 +566,8 @@ _SYMBOL_DIGIT = re.compile(r"(?<=[A-Za-z])\d(?![\d.])")  # part of a symbol, no 
 
 
 # what a question says a table shows beside naming it ("Table 1 (top-1 accuracy on CIFAR-10-LT and CIFAR-100-LT)",
-# "表2（Places-LT）") says which table, not which row or column of it
-# a table's description after its number ("Table 4 of the CC-SAM paper (open long-tailed recognition on ImageNet-LT
-# and Places-LT)") names the table, not the column asked
+# "表2（Places-LT）", "Table 4 of the CC-SAM paper (… on ImageNet-LT and Places-LT)") says which table, not which
+# row or column of it
 _TABLE_DESCRIPTION = re.compile(r"((?:table|表)\s*[0-9]+(?:\s+(?:of|in)\s+the\s+[^()（）,，?？]{1,60}?)?)\s*[(（][^()（）]{3,}[)）]",
                                 re.IGNORECASE)
 QUOTED_VALUE_MIN_CHARS = 6  # a value cell this long written out in the question names its row
@@ -658,9 +657,9 @@ def _compared(headers: list[str], scores: list[float]) -> list[float]:
     # both columns compared named ("between 2024/12/31 and 2025/3/31"): the change column of no base of its own
     # ("变动率") answers
     named = [i for i, h in enumerate(headers) if out[i] > 0 and not _CHANGE_HEADER.search(h)]
-    plain = [j for j, h in enumerate(headers) if _CHANGE_HEADER.search(h) and not _YEARISH.search(h)]
-    if len(named) >= 2 and plain:
-        for j in plain:
+    baseless = [j for j, h in enumerate(headers) if _CHANGE_HEADER.search(h) and not _YEARISH.search(h)]
+    if len(named) >= 2 and baseless:
+        for j in baseless:
             out[j] = max(out[i] for i in named) + scores[j]
         for i in named:
             out[i] = 0.0
@@ -676,7 +675,8 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
         return cell
     rows = _rows(content)
     conditions = _conditions(_TABLE_DESCRIPTION.sub(r"\1", question), rows, subject | scope_only_terms(question))
-    stated = {value for value in _unique_values(content, numbers=True) if conditions >= _decimals(value) != set()}
+    stated = {value for value in _unique_values(content, numbers=True) if _decimals(value)
+              and _decimals(value) <= conditions}
     holding = [row for row, _ in rows[1:] if stated.intersection(map(_plain, row[1:]))]
     if len(holding) != 1 or _NUMBER_CELL.match(holding[0][0]):
         return None  # a table of values labels no row ("0.06C | 90%", its label the line before it)
