@@ -83,7 +83,7 @@ _CJK_NUMBER = re.compile(rf"(?<![第{_CJK_DIGITS}])((?:百分之)?[{_CJK_DIGITS}
 # a cell that is a number (a value, not a word naming the row: "ResNeXt-50" and "CIFAR-10-LT" are words)
 _NUMBER_CELL = re.compile(r"^[\s(（]*[-+−~≈<>≤≥±]?\s*[0-9][0-9,.\s]*(?:%|‰|[a-zA-Z]{0,3})?[)）]?\s*(?:[（(].*)?$")
 MAX_KEY_CELLS = 3  # word cells read as the row's label: a dataset, a method, a backbone
-SUBJECT_ROW_WEIGHT = 0.1  # a row named by the document's own name ("CC-SAM") only breaks ties
+SUBJECT_ROW_WEIGHT = 0.01  # a row named by the document's own name ("CC-SAM") only breaks ties (0.1 outweighed "CE")
 WRITTEN_COLUMN_BONUS = 0.01  # a header the question writes out, over one sharing as many terms: a tie-break only
 GROUP_TIE_WEIGHT = 0.01  # per term a row's label shares with the question: a tie-break only
 FOCUS_ROW_BONUS = 0.5  # a row whose label the question writes out as what it asks about
@@ -789,7 +789,10 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
             conditioned = 0 < len(stated) < len(values)
             if conditioned:
                 values = [j for j in values if j not in stated]
-            own = max(named(name, q, subject), named(label, q, subject)) if subject else row_score
+            # (its label's terms beside the document's own name break ties first: "Places-LT | CE", not the paper's
+            # own "Places-LT | CC-SAM" row)
+            own = max(named(name, q, subject), named(label, q, subject)) \
+                + GROUP_TIE_WEIGHT * len(terms(label) & q - subject) if subject else row_score
             if subject:
                 row_score = own + SUBJECT_ROW_WEIGHT * row_score
             # a range's label is written out by its numbers, signs kept, whatever its symbols ("-15℃C≤T<-10℃"
