@@ -1034,7 +1034,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
         # beside its cell, a table answers with its notes ("注：…", a limit stated under it)
         quoted, lead = entries if entries is not None else table_notes(c.chunk) if cell is not None else \
             prose.get(c.chunk_id) or evidence_units(c.chunk, ordinal is not None), ""
-        article = ""
+        article, in_other_article = "", False
         for pos, unit in enumerate(quoted):
             # a part after "；" is said in the setting its sentence's first part gives ("第三季度收入…至38.9
             # 亿元；毛利率同比-1.1 百分点至42.8%；"): it holds those words too
@@ -1045,6 +1045,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             opened = _ARTICLE.match(unit)
             if opened:
                 article = opened.group(0)
+                in_other_article = bool(asked_articles) and not asked_articles.intersection(articles_asked(article))
             elif article:
                 setting = f"{setting} {article}".strip()
             cleaned = clean_text(unit)
@@ -1062,7 +1063,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             unit_words = words(unit) - {w for w in qw if terms(w) & negated} if negated else words(unit)
             if setting:
                 unit_words |= words(setting)
-            if asked_articles and article and not asked_articles.intersection(articles_asked(article)):
+            if in_other_article:
                 other_articles.add(len(units))
             said, said_words = frozenset(), frozenset()
             said_in = f"{setting} {unit}" if setting else unit  # what it says in its setting too
