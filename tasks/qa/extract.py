@@ -505,6 +505,13 @@ PERIOD_NAMES = (("本期", "本报告期", "本期发生额", "本期金额"),
                 ("期初", "期初余额", "上年度末", "上年末", "年初余额", "年初"))
 
 
+# a question naming one year, the one its document is named by ("比亚迪2025年第一季度报告"), asks the statement's
+# current period: "本期发生额", "期末余额" are that year's, as a header naming it is (+2); as much as one named by a term
+# (0.5, 1 and 2 tied on the docs set: the cash flow statement's rows over the summary's "2025年1-3月" column)
+CURRENT_PERIOD_SCORE = 1.0
+_CURRENT_PERIOD = re.compile(r"\s*(?:本期|本报告期|期末)")
+
+
 def _period_terms(question: str) -> set[str]:
     """The terms of every name of the periods the question names (`PERIOD_NAMES`)."""
     out: set[str] = set()
@@ -696,7 +703,8 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
     MiSLAS reach"): a row they name ranks below a row the question's other terms name. `glosses`:
     the Chinese an English question's words translate to, or the English a Chinese one's do
     (`tasks.qa.gloss`); they name rows and columns as its words do, but write no label out ("财务费用" of
-    "shown under finance expenses")."""
+    "shown under finance expenses"). The one year a question names, when it names the document too, names
+    the statement's current period ("本期发生额" of "in January–March 2025" in BYD's Q1 2025 report)."""
     question = _TABLE_DESCRIPTION.sub(r"\1", question)
     q, q_numbers = terms(f"{question} {glosses}"), _numbers(question)
     # "原因是什么", not "多少" / "哪一年" / "by what rate"
@@ -710,6 +718,8 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
     ratio = bool(_ASKS_RATIO.search(question))  # "持股比例", "毛利率": a percentage answers
     subject = subject | scope_only_terms(question)
     periods = _period_terms(f"{question} {glosses}")
+    years = _years(q_numbers)  # (two years named, "2025" and "January–March 2024", ask by dates; "2025E" a forecast)
+    current = not periods and len(years) == 1 and years <= subject and not _FORECAST_YEAR.search(question)
     asked_terms = terms(focus(question)) or q | periods
     conditions = _conditions(question, rows, subject)
     targets = {n for m in _TARGET.finditer(question) for n in _decimals(m.group(1))} & conditions
@@ -731,7 +741,8 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
 
         def column_scores(headers: list[str]) -> list[float]:
             return [0.0 if other_table else _column_score(h, q | periods, q_numbers, asked, meaning, symbols, missing,
-                                                          capitalized, forecast) for h in headers]
+                                                          capitalized, forecast)
+                    + (CURRENT_PERIOD_SCORE if current and _CURRENT_PERIOD.match(h) else 0.0) for h in headers]
 
         block_scores = column_scores(block_headers)
         if change:

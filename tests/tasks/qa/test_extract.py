@@ -357,6 +357,22 @@ def test_a_period_named_otherwise_names_its_column(tables):
     assert table_cell("本期支付的各项税费是多少？", flows.content).header == "本期发生额"
 
 
+def test_the_year_naming_the_report_names_its_current_period(tables):
+    # "January–March 2025" in BYD's Q1 2025 report is the cash flow statement's 本期发生额 (else the row answers with
+    # both periods, and a summary table's "2025年1-3月" column outranks it in the context)
+    flows = table_with(tables["byd_2025q1_quarterly_report"], "取得借款收到的现金")
+    question = ("How much cash did BYD receive from borrowings in January–March 2025, according to its Q1 2025 "
+                "consolidated cash flow statement?")
+    glosses = "取得 借款 收到 现金 合并 现金 流量"
+    naming = frozenset({"byd", "2025"})  # the question's terms naming the document
+    cell = table_cell(question, flows.content, naming, glosses)
+    assert (cell.label, cell.header, cell.value) == ("取得借款收到的现金", "本期发生额", "4,175,713,000.00")
+    # a year that does not name the document, or two years named, leave the period unsaid
+    assert table_cell(question, flows.content, frozenset({"byd"}), glosses).header == ""
+    both = question.replace("2025,", "2025 and January–March 2024,")
+    assert table_cell(both, flows.content, naming, glosses).header == ""
+
+
 def test_an_english_plural_names_its_singular(tables):
     # word_sample.docx's food table (here the MinerU DOCX demo's copy): "blueberries" names the row of "Blueberry"
     foods = table_with(tables["mineru_docx_demo"], "Blueberry")
