@@ -1095,5 +1095,6 @@ def answers_what_is_asked(question: str):
     if _ASKS_DATE.search(question):
         return lambda part: any(_numbers(m.group()) - stated for m in _DATE.finditer(part))
     if _ASKS_NUMBER.search(question):
-        return lambda part: bool(_numbers(part) - stated) or bool(cjk_numbers(part) - stated_cjk)
+        # (a citation, "OLTR [32]", states no number)
+        return lambda part: bool(_numbers(_CITATION.sub("", part)) - stated) or bool(cjk_numbers(part) - stated_cjk)
     return None

@@ -1041,3 +1041,14 @@ def test_a_method_named_beats_the_papers_own_row(tables):
     third = next(t for t in tables["cvpr_mineru3.4.4"] if t.caption.startswith("Table 3."))
     cell = table_cell("In Table 3 of the CC-SAM paper, what Few accuracy does CE reach on Places-LT?", third.content)
     assert (cell.label, cell.value) == ("Places-LT CE", "8.2")
+
+
+def test_a_citation_states_no_number(documents):
+    # the CC-SAM paper as landed: "…first proposed by OLTR [32]." ties with the sentence giving 365 classes; a
+    # question asking how many adds the best unit holding a number when the first holds none, and "[32]" is none
+    (datasets,) = [c for c in documents["cvpr_mineru3.4.4"] if "first proposed by OLTR" in c.content]
+    proposed, spanning = (next(s for s in sentences(datasets.content) if needle in s)
+                          for needle in ("first proposed by OLTR", "365 classes"))
+    asked = answers_what_is_asked("How many classes does Places-LT span?")
+    assert "[32]" in proposed and not asked(proposed)
+    assert asked(spanning)
