@@ -1006,6 +1006,8 @@ _DOCUMENT_WORDS = "standard|paper|report|document|guide|manual|datasheet"  # the
 _SCOPE_TITLE = re.compile(r"《([^》]+)》")
 _SCOPE_CJK = re.compile(r"^\s*(.{2,40}?)(?:中|里|上)(?:，|,|的)|^\s*(?:根据|按照|依据|按)(.{2,40}?)(?:，|,)"
                         r"|^\s*(.{2,40}?)这(?:项|份|个|篇|部|本)"
+                        # "CC-SAM论文中Places-LT、…的对比表里，…": to the word for a document
+                        r"|^\s*([^，,。？?]{2,30}?(?:论文|研报|报告|标准|文档|手册|说明书|规格书))(?:中|里)"
                         # "IBM DB2 for i 行列访问控制（RCAC）红皮书指出，…": the document says what is asked
                         r"|^\s*([^，,。？?]{2,40}?)(?:指出|提到|写道|称|说)[，,]"
                         # "这份政府采购合同要求…": to the first word for a document

@@ -1052,3 +1052,13 @@ def test_a_citation_states_no_number(documents):
     asked = answers_what_is_asked("How many classes does Places-LT span?")
     assert "[32]" in proposed and not asked(proposed)
     assert asked(spanning)
+
+
+def test_a_paper_named_before_zhong_is_the_scope_not_a_row(tables):
+    # "CC-SAM论文中…": CC-SAM names the paper, not the row of Table 3 the question asks (CE, ResNet-152)
+    results = table_with(tables["cvpr_mineru3.4.4"], "Places-LT | CE | ResNet-152")
+    question = ("CC-SAM论文中Places-LT、ImageNet-LT、iNaturalist 2018的Top-1准确率对比表里，CE（ResNet-152）在Places-LT上的"
+                "Few准确率是多少？")
+    assert scope_only_terms(question) >= {"cc", "sam"}
+    cell = table_cell(question, results.content)
+    assert (cell.label, cell.header, cell.value) == ("Places-LT CE ResNet-152", "Few", "8.2")
