@@ -1085,9 +1085,15 @@ def cjk_numbers(text: str) -> set[str]:
     return {m.group(1) for m in _CJK_NUMBER.finditer(text or "")}
 
 
+# a question asking a code or a document's number ("which safety-factor code", "公告编号") is answered by one: letters
+# with digits ("SF3", "IAEA SSG-25", "NB/T 20513.1-2018") or digits joined by a dash ("2025-035"), not "第11部分"
+_ASKS_CODE = re.compile(r"\b(?:which|what)\s+(?:[\w-]+\s+){0,3}code\b|代号|代码|编码|编号", re.IGNORECASE)
+_CODE = re.compile(r"(?<![A-Za-z0-9])(?:[A-Z]{1,6}[-/ ]?[0-9][0-9A-Za-z.\-—]*|[0-9]{2,}[-—][0-9]+)")
+
+
 def answers_what_is_asked(question: str):
-    """For a question asking a date, a number, a web or an e-mail address: a test whether a clause holds a
-    date / a number the question does not state itself (in digits or in Chinese numerals) / an address;
+    """For a question asking a code, a date, a number, a web or an e-mail address: a test whether a clause holds a
+    code / a date / a number the question does not state itself (in digits or in Chinese numerals) / an address;
     None for other questions."""
     stated, stated_cjk = _numbers(question), cjk_numbers(question)
     if _ASKS_EMAIL.search(question):
@@ -1096,6 +1102,9 @@ def answers_what_is_asked(question: str):
         return lambda part: bool(_URL.search(part))
     if _ASKS_DATE.search(question):
         return lambda part: any(_numbers(m.group()) - stated for m in _DATE.finditer(part))
+    if _ASKS_CODE.search(question):
+        stated_codes = set(_CODE.findall(question))
+        return lambda part: bool(set(_CODE.findall(part)) - stated_codes)
     if _ASKS_NUMBER.search(question):
         # (a citation, "OLTR [32]", states no number)
         return lambda part: bool(_numbers(_CITATION.sub("", part)) - stated) or bool(cjk_numbers(part) - stated_cjk)

@@ -16,7 +16,7 @@ from tasks.qa.answer import (CELL_BONUS, CONFIDENCE_LOW, CONFIDENCE_MID, LAST, N
                           confidence, confidence_instruction, cosine_floor, evidence_units, extractive_answer,
                           grade_evidence, sentences, validate_citations)
 from tasks.qa.context import ASKS_DOCUMENT_TITLE, Context, build_context
-from tasks.qa.extract import document_scope, negated_terms, scope_parts, terms
+from tasks.qa.extract import answers_what_is_asked, document_scope, negated_terms, scope_parts, terms
 from tasks.common.llm import ChatClient
 from tasks.qa.types import Candidate, Retrieval
 from tests.http_fakes import FakeServer, Reply, chat_reply, scripted
@@ -973,3 +973,25 @@ def test_a_sentence_saying_the_questions_phrases_breaks_a_tie(monkeypatch, weigh
                      section_path="核电厂定期安全评价 第1部分：通用要求 > 1.6 执行评价 > 6.1.6 过程管理 > 6.3.3 文件和记录管理")
     question = "按《核电厂定期安全评价 第1部分：通用要求》征求意见稿，PSR记录和报告除了标明日期之外，还应具有什么？"
     assert expected in extractive_answer(question, _context((records, 0.8)), S.replace(extractive_max_sentences=1)).text
+
+
+# nbt_npp_periodic_safety_review_part1_draft.docx as landed: the foreword lists the series' parts by number (chunk 7),
+# section 5.1.1 the 14 safety factors by code (chunk 16)
+PSR_PARTS = ("前  言\n《核电厂定期安全评价》分为15个部分：\n——第1部分：通用要求；\n——第2部分：安全性能；\n——第3部分：程序；\n"
+             "——第10部分：人因；\n——第11部分：设备合格鉴定；\n——第12部分：设计；\n本部分为《核电厂定期安全评价》系列标准的第1部分。")
+PSR_FACTORS = ("1.5.1 确定评价范围和内容\n5.1.1 一般而言，核电厂定期安全评价的范围应包括以下14个安全要素：\n1. 核电厂设计（SF1）\n"
+               "2. 构筑物、系统和部件的实际状态（SF2）\n3. 设备合格鉴定（SF3）\n4. 老化（SF4）\n12. 人因（SF12）")
+
+
+def test_a_question_asking_a_code_adds_the_unit_writing_one():
+    parts = _chunk("psr_part1_draft.docx_7", PSR_PARTS, "text", section_path="前  言")
+    factors = _chunk("psr_part1_draft.docx_16", PSR_FACTORS, "text",
+                     section_path="核电厂定期安全评价 第1部分：通用要求 > 1.5 定期安全评价的策划和准备 > 1.5.1 确定评价范围和内容")
+    question = ("In the draft NB/T standard 'Periodic safety review for nuclear power plants — Part 1: General "
+                "Requirements', which safety-factor code is assigned to equipment qualification (设备合格鉴定)?")
+    answer = extractive_answer(question, _context((parts, 0.9), (factors, 0.8)), S.replace(extractive_max_sentences=1))
+    assert "SF3" in answer.text
+    # "第11部分" is no code; "Civil Code" asks none; a notice's number is one
+    assert not answers_what_is_asked(question)("——第11部分：设备合格鉴定；")
+    assert answers_what_is_asked("Under the PRC Civil Code, within how long may he not sue?")("终止妊娠后六个月内")
+    assert answers_what_is_asked("比亚迪2025年第一季度报告的公告编号是多少？")("公告编号：2025-035")
