@@ -692,18 +692,6 @@ def _shares(query: set[str] | frozenset[str], found: Sequence[frozenset[str]], f
     return lambda shared: math.fsum(weight[t] for t in shared) / total
 
 
-# a unit saying the question's phrases as it does ("承揽包括…等工作" of "承揽包括哪些工作"), not only its bigrams, which
-# match across word boundaries, gains up to this much: a tie-break (0.05 +6 -1 on the docs set, 0.1 +7 -4, 0.15 +8 -4,
-# 0.02 0; English word pairs beside them -1 net)
-PHRASE_WEIGHT = 0.05
-_CJK_RUN = re.compile(r"[\u4e00-\u9fff]{3,}")
-
-
-def _phrases(text: str) -> frozenset[str]:
-    """The Chinese character trigrams of `text`."""
-    return frozenset(run[i:i + 3] for run in _CJK_RUN.findall(text) for i in range(len(run) - 2))
-
-
 RELATED_SPAN = 0.1  # a sentence's cosine this far below the closest one's costs it the most (e5 crowds into tenths)
 
 
@@ -950,9 +938,8 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     document's subject; a unit holding only what the question sets aside ("besides X,
     what …", `_set_aside`) scores half, as does one of another article or numbered table than the one the
     question names ("Article 230", "Table 4") and one not written in the language a name is asked in ("英文标题");
-    a short line writing out a code the question writes ("SF4") gains CODE_BONUS, one saying the question's Chinese
-    phrases (its character trigrams, past the words naming the document) up to PHRASE_WEIGHT; a bullet asked by
-    its place is counted among the bullets before it. A sentence in the other language than the question's also scores by
+    a short line writing out a code the question writes ("SF4") gains CODE_BONUS; a bullet asked by its place
+    is counted among the bullets before it. A sentence in the other language than the question's also scores by
     its embedding's cosine to the question's (`similarity`), less the best such sentence's (at most
     RELATED_SPAN less), times `extractive_similarity_weight`: a dictionary reads a translation word by word,
     the model reads it whole
@@ -1124,7 +1111,6 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     labelled = re.compile(rf"{named}\s*(?:[:：]|(?:是|系)?指(?!出))\s*\S"
                           rf"|^\s*{named}\s+[^，。,;；:：]{{1,{GLOSSARY_MAX_CHARS}}}$") if len(named) >= 2 else None
     after_anchor = _after_anchor(question, units)
-    phrases = _phrases(without_scope(question, scope_parts(question)))
     aside = _set_aside(question, context)
     in_script = _script_asked(question)
     codes = _codes_written(question)
@@ -1152,8 +1138,6 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             # goes by restated) unless they are its document's subject, which each of its units holds alike
             shared -= naming_only - subject
         hit = (bigram_share(shared) + word_share(found_words & qw)) / 2 if qw else bigram_share(shared)
-        if phrases and not cell:
-            hit += PHRASE_WEIGHT * len(phrases & _phrases(unit)) / len(phrases)
         said = (said & q) - shared - naming_only
         if said:  # what its words mean in the question's language, a guess as a gloss is
             hit += GLOSS_WEIGHT * (bigram_share(said) + word_share((said_words & qw) - found_words)) / 2

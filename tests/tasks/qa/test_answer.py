@@ -958,23 +958,6 @@ def test_the_item_placed_after_the_one_named_answers_however_short():
     assert "2. 专题设置" in extractive_answer(question, _context((outline, 0.8)), S).text
 
 
-# nbt_npp_periodic_safety_review_part1_draft.docx as landed (chunk 47): two sentences hold "记录和报告"; the one
-# saying "标明日期" as the question does holds its phrase
-PSR_RECORDS = ("PSR评价人员应编制评价记录和报告，以提供PSR工作的客观证据和工作成果。PSR记录和报告的信息应清楚、及时、准确、真实、"
-               "完整，并与所记述SSCs或过程相对应，具有可追溯性。记录和报告应有唯一性编号并标明日期，按规定由授权人审核后方能生效。"
-               "记录或报告的修正和增补应由原编制人员执行，并按原流程进行审、批。修正和增补时应注明日期和依据。")
-
-
-@pytest.mark.parametrize("weight, expected", [(None, "唯一性编号"), (0.0, "可追溯性")])
-def test_a_sentence_saying_the_questions_phrases_breaks_a_tie(monkeypatch, weight, expected):
-    if weight is not None:  # without the phrases the sentence saying "具有" wins
-        monkeypatch.setattr("tasks.qa.answer.PHRASE_WEIGHT", weight)
-    records = _chunk("psr_part1_draft.docx_47", PSR_RECORDS, "text",
-                     section_path="核电厂定期安全评价 第1部分：通用要求 > 1.6 执行评价 > 6.1.6 过程管理 > 6.3.3 文件和记录管理")
-    question = "按《核电厂定期安全评价 第1部分：通用要求》征求意见稿，PSR记录和报告除了标明日期之外，还应具有什么？"
-    assert expected in extractive_answer(question, _context((records, 0.8)), S.replace(extractive_max_sentences=1)).text
-
-
 # nbt_npp_periodic_safety_review_part1_draft.docx as landed: the foreword lists the series' parts by number (chunk 7),
 # section 5.1.1 the 14 safety factors by code (chunk 16)
 PSR_PARTS = ("前  言\n《核电厂定期安全评价》分为15个部分：\n——第1部分：通用要求；\n——第2部分：安全性能；\n——第3部分：程序；\n"
