@@ -915,7 +915,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     (`extractive_clauses`; else the whole sentence). A restated question ("问：…？"), a bare
     heading and a table-of-contents line (or entry, unless the contents are asked) are not answers:
     they are discounted / skipped. The words naming the document the question asks about
-    (`_subject_terms`) are held by each of its units. When the question asks a number or a date the
+    (`_subject_terms`) are held by each of its units. When the question asks a number, a date or a code the
     quoted units lack, the best unit holding one is added (if it scores ≥ SECOND_UNIT_RATIO of the
     best); a best line opening a list (ending ":") is quoted with the best item of its list, and a best sentence
     the question restates (no word beside the question's) with the sentence after it. An English question
@@ -1186,7 +1186,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             picked.append(item)
     asked = answers_what_is_asked(question)
     if asked is not None and not any(asked(unit) for unit, _ in picked):
-        # the question asks a number, a date or an address the quoted units lack: add the best unit
+        # the question asks a number, a date, a code or an address the quoted units lack: add the best unit
         # holding one when it scores at least half the best ("货币资金 — 期初余额: …" after a value-less
         # line), else the sentence right after the best one when it holds it (a datasheet states the
         # setting, "stored at full charge for 30 days", then the value)

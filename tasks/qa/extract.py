@@ -506,8 +506,8 @@ PERIOD_NAMES = (("本期", "本报告期", "本期发生额", "本期金额"),
 
 
 # a question naming one year, the one its document is named by ("比亚迪2025年第一季度报告"), asks the statement's
-# current period: "本期发生额", "期末余额" are that year's, as a header naming it is (+2); as much as one named by a term
-# (0.5, 1 and 2 tied on the docs set: the cash flow statement's rows over the summary's "2025年1-3月" column)
+# current period: "本期发生额", "期末余额" are that year's, named as by a term or two (0.5, 1 and 2 tied on the docs
+# set: the cash flow statement's rows over the summary's "2025年1-3月" column)
 CURRENT_PERIOD_SCORE = 1.0
 _CURRENT_PERIOD = re.compile(r"\s*(?:本期|本报告期|期末)")
 
