@@ -106,6 +106,10 @@ _ASKS_CHANGE = re.compile(rf"(?:\bby (?:what|how much)\b|{_CHANGE_WORDS}).*?(?:{
 _CHANGE_HEADER = re.compile(r"增减|变动|变化|增长|同比|环比|%|\bchange\b|\bgrowth\b|\byoy\b", re.IGNORECASE)
 _YEARISH = re.compile(r"(?:19|20)[0-9]{2}|本期|上期|同期|年初|期初|期末")  # a change column naming its base
 _SUB_ITEM = re.compile(r"^\s*(?:其中|加|减)\s*[:：]\s*")  # a financial statement's sub-item marker
+# a row's own number asked ("这一行的编号（No.）", "which item number"): its numbering cell answers, as a column named
+# by a term or two would (a header the question names more fully wins)
+_ASKS_NUMBERING = re.compile(r"编号|序号|\bitem number\b|\bNo\.|\brow number\b", re.IGNORECASE)
+NUMBERING_SCORE = 1.0
 _NUMBERING = re.compile(r"^(?:no\.?|序号|[0-9]+(?:\.[0-9]+)*\.?)$", re.IGNORECASE)
 # words that ask rather than name: never evidence that a row or column was meant
 _ASKING = {"什么", "多少", "哪些", "哪个", "是多", "少元", "为多", "是什", "有哪", "how", "much", "many", "what",
@@ -335,8 +339,9 @@ def _blocks(rows: list[tuple[list[str], bool]]) -> list[tuple[list[str], list[li
             (len(row) > len(header_rows[-1]) and _word_row(row)) or _splits_groups(header_rows[-1], row)
             or _heads_sub_header(row, rows[i + 1][0] if i + 1 < len(rows) else None)
             or _translates(header_rows[-1], row) or _sparse_header(row))
-        if not header_rows and not data and _data_row(row):  # the header was left on the page before
-            header_rows.append([""] * len(row))
+        if not header_rows and not data and (_data_row(row) or _numbered_like(row, rows[i + 1][0] if i + 1 < len(rows)
+                                                                               else None)):
+            header_rows.append([""] * len(row))  # the header was left on the page before
         if not header_rows or (not data and (sub_header or (not row[0] and _word_row(row)))) \
                 or (data and starts_block):
             if data:
@@ -378,6 +383,15 @@ _ASKS_FORECAST = re.compile(r"forecast|expect|estimat|project|predict|outlook|�
 def _data_row(row: list[str]) -> bool:
     """A row of values no header has: two numbers or more that are no years ("5.11% | 155,149,602")."""
     return sum(bool(_NUMBER_CELL.match(c)) and not _YEAR.match(c) for c in row[1:]) >= 2
+
+
+_SECTION_NUMBER = re.compile(r"^[0-9]+(?:\.[0-9]+)+$")  # "1.1.13", "4.1.5.10": an item's number, never a header
+
+
+def _numbered_like(row: list[str], after: list[str] | None) -> bool:
+    """Is this row numbered as the row after it is ("1.1.13 | 建议 SOC使用范围 | 3% - 100%" over "1.1.14 | 电池重量 |
+    …", a table continued from the page before): a data row, not a header."""
+    return bool(after) and _SECTION_NUMBER.match(row[0]) is not None and _SECTION_NUMBER.match(after[0]) is not None
 
 
 def _group_headers(data: list[list[str]]) -> list[list[str] | None]:
@@ -708,7 +722,8 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
     question = _TABLE_DESCRIPTION.sub(r"\1", question)
     q, q_numbers = terms(f"{question} {glosses}"), _numbers(question)
     # "原因是什么", not "多少" / "哪一年" / "by what rate"
-    wants_words = answers_what_is_asked(question) is None and not _ASKS_RATIO.search(question)
+    numbering_asked = bool(_ASKS_NUMBERING.search(question))
+    wants_words = answers_what_is_asked(question) is None and not _ASKS_RATIO.search(question) and not numbering_asked
     best: tuple[float, Cell] | None = None
     rows = _rows(content)
     asked, asked_about = _plain(question), _plain(focus(question))
@@ -775,6 +790,8 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
             label = " ".join(dict.fromkeys(_uncited(c) for c in [name, *row[k + 1:key]] if c))
             shown = " ".join(dict.fromkeys([row[k], *(c for c in row[k + 1:key] if c and terms(_uncited(c)) <= q)]))
             values = [j for j in range(k + 1, len(row)) if row[j]]
+            if k and numbering_asked:
+                values.insert(0, 0)  # "这一行的编号（No.）是什么", "which item number": the row's own number
             # a label cell the question writes out ("with a ResNeXt-50 backbone") is said, not asked
             said = [j for j in values if j < key and terms(_uncited(row[j])) <= q]
             if len(said) < len(values):
@@ -830,7 +847,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
                  for h, score in zip(headers, col_scores)]  # (the "Ta" of "TA29" is asked as 钽（Ta）)
             # among columns named alike, the one what is asked names ("Series 5" of "（Series 4、Series 5、Series 8）
             # 中，第二行数据的 Series 5 数值") breaks the tie
-            scored = [((row_columns[j] if j < len(row_columns) else 0.0)
+            scored = [((row_columns[j] if j < len(row_columns) else 0.0) + (NUMBERING_SCORE if j == 0 < k else 0.0)
                        + (PERCENT_BONUS if ratio and "%" in row[j] else 0.0)
                        + GROUP_TIE_WEIGHT * (j < len(row_columns) and row_columns[j] > 0 and bool(focused)
                                              and terms(headers[j]) <= focused), -j)

@@ -1062,3 +1062,29 @@ def test_a_paper_named_before_zhong_is_the_scope_not_a_row(tables):
     assert scope_only_terms(question) >= {"cc", "sam"}
     cell = table_cell(question, results.content)
     assert (cell.label, cell.header, cell.value) == ("Places-LT CE ResNet-152", "Few", "8.2")
+
+
+# SVOLT-196Ah-…-SpecificationDatasheet.pdf as the flash tier landed it (the docs corpus, chunks 35 and 93): table 1.1
+# continues on a page starting with its row 1.1.13; the BMS requirements of 4.1.5 are numbered in their first column
+SVOLT_CONTINUED = ("1.1.13 | 建议 SOC使用范围Recommended SOC range | 3% - 100% | \n"
+                   "1.1.14 | 电池重量Cell weight | 3380±50 g | N.A.\n"
+                   "1.1.15 | 电芯尺寸Cell dimension | 请参考本产品标准第8条Refer to 8 | N.A.")
+SVOLT_BMS = ("No. | 参数Parameters | 产品规格Specification | 保护动作Protective Action\n"
+             "4.1.5.9 | 过热保护Overheat protection | 参考第 1.2至1.6节Refer to 1.2~1.6 | 当温度超过本产品标准规定时，终止充电/放电"
+             "Stop charge/discharge when the temperature exceeds the provisions of this specification.\n"
+             "4.1.5.10 | 充电时间过长保护Charge time protection | 充电时间在 8小时内≤8h | 充电时间长于 8小时，则终止充电Charge time "
+             "longer than 8 hours, then charge is stopped.")
+
+
+def test_a_table_continued_from_the_page_before_has_no_header_and_its_numbers_are_asked():
+    # the continued table's first row is data, not the header of the rows after it ("3% - 100%: 3380±50 g")
+    weight = table_cell("SVOLT 196Ah电芯的电池重量是多少？", SVOLT_CONTINUED)
+    assert (weight.header, weight.value) == ("", "3380±50 g")
+    assert table_cell("SVOLT 196Ah电芯建议的SOC使用范围是多少？", SVOLT_CONTINUED).value == "3% - 100%"
+    # a row's own number asked is its numbering cell, in either language
+    number = table_cell("SVOLT 196Ah刀片电芯规格书1.1主要性能表里，“电池重量 Cell weight”这一行的编号（No.）是什么？",
+                        SVOLT_CONTINUED)
+    assert number.value == "1.1.14"
+    item = table_cell("Which item number does the SVOLT 196Ah datasheet's BMS requirements table (section 4.1.5) "
+                      "assign to charge time protection (充电时间过长保护)?", SVOLT_BMS)
+    assert (item.header, item.value) == ("No.", "4.1.5.10")
