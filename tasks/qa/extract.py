@@ -330,6 +330,7 @@ def _blocks(rows: list[tuple[list[str], bool]]) -> list[tuple[list[str], list[li
         if data and _repeats_header(row, header_rows):
             continue  # the header again after a page break, maybe with the page's running head
         named_cells = sum(bool(c) for c in row[1:])
+        after = rows[i + 1][0] if i + 1 < len(rows) else None
         starts_block = not _value_row(row) and (not row[0] or titled) and named_cells >= 2
         # under a header row of colspans (" | ImageNet-LT | Places-LT"), a wider value-less row is its
         # sub-header even with a first cell ("Method | Many | … | F-measure"); under a header cell
@@ -337,10 +338,9 @@ def _blocks(rows: list[tuple[list[str], bool]]) -> list[tuple[list[str], list[li
         # is, even of numbers ("Imbalance Ratio | 200 | 100")
         sub_header = bool(header_rows) and not data and (
             (len(row) > len(header_rows[-1]) and _word_row(row)) or _splits_groups(header_rows[-1], row)
-            or _heads_sub_header(row, rows[i + 1][0] if i + 1 < len(rows) else None)
+            or _heads_sub_header(row, after)
             or _translates(header_rows[-1], row) or _sparse_header(row))
-        if not header_rows and not data and (_data_row(row) or _numbered_like(row, rows[i + 1][0] if i + 1 < len(rows)
-                                                                               else None)):
+        if not header_rows and not data and (_data_row(row) or _numbered_like(row, after)):
             header_rows.append([""] * len(row))  # the header was left on the page before
         if not header_rows or (not data and (sub_header or (not row[0] and _word_row(row)))) \
                 or (data and starts_block):
@@ -847,7 +847,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
                  for h, score in zip(headers, col_scores)]  # (the "Ta" of "TA29" is asked as 钽（Ta）)
             # among columns named alike, the one what is asked names ("Series 5" of "（Series 4、Series 5、Series 8）
             # 中，第二行数据的 Series 5 数值") breaks the tie
-            scored = [((row_columns[j] if j < len(row_columns) else 0.0) + (NUMBERING_SCORE if j == 0 < k else 0.0)
+            scored = [((row_columns[j] if j < len(row_columns) else 0.0) + (NUMBERING_SCORE if j < k else 0.0)
                        + (PERCENT_BONUS if ratio and "%" in row[j] else 0.0)
                        + GROUP_TIE_WEIGHT * (j < len(row_columns) and row_columns[j] > 0 and bool(focused)
                                              and terms(headers[j]) <= focused), -j)
