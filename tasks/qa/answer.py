@@ -607,14 +607,14 @@ def _table_number(caption: str | None) -> str | None:
 
 
 # a code the question writes ("SF4", "TA33"): a short line writing it out whole (not "SF14") labels what is asked
-_CODE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2,5}[0-9]{1,3}(?![A-Za-z0-9])")
+_WRITTEN_CODE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2,5}[0-9]{1,3}(?![A-Za-z0-9])")
 CODE_BONUS = 0.2
 CODE_LINE_CHARS = 40  # a line this short writing a code out labels it ("4. 老化（SF4）"); a sentence may cite it
 
 
 def _codes_written(question: str) -> re.Pattern | None:
     """What finds in a unit the codes the question writes, whole; None when it writes none."""
-    codes = list(dict.fromkeys(_CODE.findall(question)))
+    codes = list(dict.fromkeys(_WRITTEN_CODE.findall(question)))
     return re.compile(rf"(?<![A-Za-z0-9])(?:{'|'.join(codes)})(?![A-Za-z0-9])") if codes else None
 
 

@@ -721,16 +721,16 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
     the statement's current period ("本期发生额" of "in January–March 2025" in BYD's Q1 2025 report)."""
     question = _TABLE_DESCRIPTION.sub(r"\1", question)
     q, q_numbers = terms(f"{question} {glosses}"), _numbers(question)
-    # "原因是什么", not "多少" / "哪一年" / "by what rate"
+    ratio = bool(_ASKS_RATIO.search(question))  # "持股比例", "毛利率": a percentage answers
     numbering_asked = bool(_ASKS_NUMBERING.search(question))
-    wants_words = answers_what_is_asked(question) is None and not _ASKS_RATIO.search(question) and not numbering_asked
+    # "原因是什么", not "多少" / "哪一年" / "by what rate"
+    wants_words = answers_what_is_asked(question) is None and not ratio and not numbering_asked
     best: tuple[float, Cell] | None = None
     rows = _rows(content)
     asked, asked_about = _plain(question), _plain(focus(question))
     # a label the question sets apart writes no row out ("TA24-1, not TA24 itself", "不是TA24本身")
     writing = _plain(_NOT_ITSELF.sub(" ", question))
     symbols = _symbols_asked(question)
-    ratio = bool(_ASKS_RATIO.search(question))  # "持股比例", "毛利率": a percentage answers
     subject = subject | scope_only_terms(question)
     periods = _period_terms(f"{question} {glosses}")
     years = _years(q_numbers)  # (two years named, "2025" and "January–March 2024", ask by dates; "2025E" a forecast)
@@ -746,7 +746,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
     # 哪个职位": 经审委员's duty): the row's label, or another column, is what is asked
     quotes = {cell for cell in _unique_values(content) if cell in asked} | stated
     place_asked = asked_row(question)
-    forecast = bool(_ASKS_FORECAST.search(question)) or not _years(q_numbers)  # no year asked: any column may be
+    forecast = bool(_ASKS_FORECAST.search(question)) or not years  # no year asked: any column may be
     focused = terms(focus(question))
     for block_headers, data in _blocks(rows):
         # a block with a column saying the opposite of what is asked is the other table ("前10名无限售条件
@@ -1105,7 +1105,7 @@ def cjk_numbers(text: str) -> set[str]:
 # a question asking a code or a document's number ("which safety-factor code", "公告编号") is answered by one: letters
 # with digits ("SF3", "IAEA SSG-25", "NB/T 20513.1-2018") or digits joined by a dash ("2025-035"), not "第11部分"
 _ASKS_CODE = re.compile(r"\b(?:which|what)\s+(?:[\w-]+\s+){0,3}code\b|代号|代码|编码|编号", re.IGNORECASE)
-_CODE = re.compile(r"(?<![A-Za-z0-9])(?:[A-Z]{1,6}[-/ ]?[0-9][0-9A-Za-z.\-—]*|[0-9]{2,}[-—][0-9]+)")
+_CODE_VALUE = re.compile(r"(?<![A-Za-z0-9])(?:[A-Z]{1,6}[-/ ]?[0-9][0-9A-Za-z.\-—]*|[0-9]{2,}[-—][0-9]+)")
 
 
 def answers_what_is_asked(question: str):
@@ -1120,8 +1120,8 @@ def answers_what_is_asked(question: str):
     if _ASKS_DATE.search(question):
         return lambda part: any(_numbers(m.group()) - stated for m in _DATE.finditer(part))
     if _ASKS_CODE.search(question):
-        stated_codes = set(_CODE.findall(question))
-        return lambda part: bool(set(_CODE.findall(part)) - stated_codes)
+        stated_codes = set(_CODE_VALUE.findall(question))
+        return lambda part: bool(set(_CODE_VALUE.findall(part)) - stated_codes)
     if _ASKS_NUMBER.search(question):
         # (a citation, "OLTR [32]", states no number)
         return lambda part: bool(_numbers(_CITATION.sub("", part)) - stated) or bool(cjk_numbers(part) - stated_cjk)
