@@ -631,6 +631,9 @@ def _labels_part_of(unit: str, about: str) -> bool:
 # a question asking the caption of a chart or a table (a figure's is in its image description)
 _ASKS_CAPTION = re.compile(r"\bcaption\b|题注|图注|表注", re.IGNORECASE)
 _NAMES_GRID = re.compile(r"\b(?:chart|table|graph)\b|图表|表格", re.IGNORECASE)
+# a name the question quotes ("section 2.2.2 'Table with caption'") asks nothing of its words
+_QUOTED_NAME = re.compile(r"“[^”]{1,80}”|‘[^’]{1,80}’|「[^」]{1,80}」|\"[^\"]{1,80}\""
+                          r"|(?<![A-Za-z])'[^']{1,80}'(?![A-Za-z])")
 
 
 def _in_list_of(unit: _Unit, opener: _Unit, context: Context) -> bool:
@@ -973,6 +976,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     chinese_words = frozenset(w for w in words(question) if len(w) >= 2 and "\u3400" <= w[0]) if not english \
         else frozenset()
     asked_heading, headings_asked = heading_asked(question), set()  # (and symbol list entries asked)
+    under_named_section: set[int] = set()  # list items under a section heading the question names
     # the article a question names ("Article 230") is where its answer is: a unit of another one scores
     # OTHER_ARTICLE_SHARE (第二百三十四条 holds the terms of 二百三十 too)
     asked_articles, other_articles = frozenset(articles_asked(question)), set()
@@ -1000,7 +1004,8 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             still_open[(c.source, c.chunk.chunk_index)] = tuple(ends)
     labels = row_labels(context.chunks)  # a line of its own right before a table of values ("0°C≤T<5°C")
     contents_asked = bool(ASKS_CONTENTS.search(question))
-    caption_asked = bool(_ASKS_CAPTION.search(question) and _NAMES_GRID.search(question))
+    unquoted = _QUOTED_NAME.sub(" ", question)
+    caption_asked = bool(_ASKS_CAPTION.search(unquoted) and _NAMES_GRID.search(question))
     units: list[_Unit] = []
     for order, c in enumerate(context.chunks):
         if c.chunk_id in catalogues:
@@ -1035,6 +1040,8 @@ def extractive_answer(question: str, context: Context, settings: Settings,
         quoted, lead = entries if entries is not None else table_notes(c.chunk) if cell is not None else \
             prose.get(c.chunk_id) or evidence_units(c.chunk, ordinal is not None), ""
         article, in_other_article = "", False
+        section = c.chunk.section_path.rsplit(" > ", 1)[-1]
+        section_named = bool(terms(section)) and terms(section) <= q
         for pos, unit in enumerate(quoted):
             # a part after "；" is said in the setting its sentence's first part gives ("第三季度收入…至38.9
             # 亿元；毛利率同比-1.1 百分点至42.8%；"): it holds those words too
@@ -1048,6 +1055,12 @@ def extractive_answer(question: str, context: Context, settings: Settings,
                 in_other_article = bool(asked_articles) and not asked_articles.intersection(articles_asked(article))
             elif article:
                 setting = f"{setting} {article}".strip()
+            if ordinal is not None and (item_number(unit) is not None or _BULLET.match(unit)):
+                # a list's item asked by its place is said under its section's heading ("the fourth item in section
+                # 1.1 (explicit whitespace characters)" of "1.1 显式空白字符表示 / 1. … 4. 带删除线和下划线的空格")
+                setting = f"{setting} {section}".strip()
+                if section_named:
+                    under_named_section.add(len(units))
             cleaned = clean_text(unit)
             is_heading = asked_heading is not None and bool(asked_heading.search(unit))
             # (a list's short item is one: "2. 专题设置")
@@ -1120,14 +1133,16 @@ def extractive_answer(question: str, context: Context, settings: Settings,
         shared = found & q
         # the list's item after the one named needs none of the question's words
         placed_after = after_anchor.get(i, 0.0) > 0 and bool(_NUMBERED_ITEM.match(unit))
-        if shared <= naming_only and not cell and i not in headings_asked and not placed_after:
+        # a list's item asked by its place needs few of them: its list's opening line says what it is
+        at_place = ordinal is not None and sentence and (_is_item(units, i, ordinal) or _enumerates(unit, ordinal))
+        # (the item under the section the question names by its heading: "1.3节“多级列表”中，第一个项目符号")
+        if shared <= naming_only and not cell and i not in headings_asked and not placed_after \
+                and not (at_place and i in under_named_section):
             continue  # it holds only the words naming the document: a cover, a title restated
         # the share of the question's own terms: a Chinese unit holds translations in their stead (how many
         # of a word's glosses the context uses, and so how large q is, says nothing of the unit)
         # a cell whose row the question writes out and whose column it names needs no more of its terms (a
         # question quoting an alloy's nominal composition "Ti-5.8Al-4Sn-3.5Zr-…" asks TA33's Ta cell)
-        # a list's item asked by its place needs few of them: its list's opening line says what it is
-        at_place = ordinal is not None and sentence and (_is_item(units, i, ordinal) or _enumerates(unit, ordinal))
         if len(shared) / len(q_plain) < a.extractive_min_overlap and i not in headings_asked \
                 and not (at_place or placed_after) \
                 and not (cell and bonus >= 2 * CELL_BONUS):

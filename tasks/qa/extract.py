@@ -110,6 +110,7 @@ _SUB_ITEM = re.compile(r"^\s*(?:其中|加|减)\s*[:：]\s*")  # a financial sta
 # by a term or two would (a header the question names more fully wins)
 _ASKS_NUMBERING = re.compile(r"编号|序号|\bitem number\b|\bNo\.|\brow number\b", re.IGNORECASE)
 NUMBERING_SCORE = 1.0
+PLACED_COLUMN_SCORE = 2.0  # a column asked by its place ("the second column") over any its words name
 _NUMBERING = re.compile(r"^(?:no\.?|序号|[0-9]+(?:\.[0-9]+)*\.?)$", re.IGNORECASE)
 # words that ask rather than name: never evidence that a row or column was meant
 _ASKING = {"什么", "多少", "哪些", "哪个", "是多", "少元", "为多", "是什", "有哪", "how", "much", "many", "what",
@@ -390,8 +391,13 @@ _SECTION_NUMBER = re.compile(r"^[0-9]+(?:\.[0-9]+)+$")  # "1.1.13", "4.1.5.10": 
 
 def _numbered_like(row: list[str], after: list[str] | None) -> bool:
     """Is this row numbered as the row after it is ("1.1.13 | 建议 SOC使用范围 | 3% - 100%" over "1.1.14 | 电池重量 |
-    …", a table continued from the page before): a data row, not a header."""
-    return bool(after) and _SECTION_NUMBER.match(row[0]) is not None and _SECTION_NUMBER.match(after[0]) is not None
+    …", a table continued from the page before; "1 | a | b" over "2 | u | ", a grid with no header): a data row,
+    not a header."""
+    if not after:
+        return False
+    if row[0].isdigit() and after[0].isdigit():
+        return int(after[0]) == int(row[0]) + 1
+    return _SECTION_NUMBER.match(row[0]) is not None and _SECTION_NUMBER.match(after[0]) is not None
 
 
 def _group_headers(data: list[list[str]]) -> list[list[str] | None]:
@@ -612,7 +618,7 @@ _ORDINALS = {w: i for i, w in enumerate("一二三四五六七八九十", 1)} | 
     {w: i for i, w in enumerate(COUNT_WORDS, 1)} | \
     {"last": LAST, "最后": LAST}
 # the question asks a table's n-th row ("the third data row", "第二行数据", "最后一行"), not the row labelled n
-_ASKED_ROW = re.compile(rf"第([一二三四五六七八九十]|[0-9]{{1,2}})行|(最后)一行|\b({ORDINAL_WORDS})[\s-]+(?:data\s+)?row\b",
+_ASKED_ROW = re.compile(rf"第([一二三四五六七八九十]|[0-9]{{1,2}})行(?![为是])|(最后)一行|\b({ORDINAL_WORDS})[\s-]+(?:data\s+)?row\b",
                         re.IGNORECASE)
 
 
@@ -625,6 +631,33 @@ def asked_row(question: str) -> int | None:
     """The number of the table row a question asks by its place (LAST for the last one), or None."""
     found = _ASKED_ROW.search(question)
     return ordinal_number(next(g for g in found.groups() if g)) if found else None
+
+
+_ASKED_COLUMN = re.compile(rf"第([一二三四五六七八九十]|[0-9]{{1,2}})列(?![为是])|(最后)一列|\b({ORDINAL_WORDS})\s+column\b",
+                           re.IGNORECASE)
+_QUOTE_OPEN, _QUOTE_CLOSE = "[\"'“‘「]", "[\"'”’」]"
+_ROW_OR_COLUMN_THAT = r"(?:的)?(?:那一?|这一?)?"
+# a row asked by its first cell ("the row that starts with 3", "以4开头的那一行", "第一列为“3”的那一行"), a column by
+# its first row's ("the column headed 'a'", "首行为“a”的那一列"): a grid's cells, which no header names
+_ASKED_ROW_START = re.compile(
+    rf"\brow\s+(?:that|which)\s+(?:starts|begins)\s+with\s+{_QUOTE_OPEN}?([^\s\"'”’,?]+?){_QUOTE_CLOSE}?[\s,?]"
+    rf"|\brow\s+numbered\s+{_QUOTE_OPEN}?([^\s\"'”’,?]+?){_QUOTE_CLOSE}?[\s,?]"
+    rf"|以{_QUOTE_OPEN}?([^\s“”\"'’]{{1,12}}?){_QUOTE_CLOSE}?开头{_ROW_OR_COLUMN_THAT}行"
+    rf"|(?:第一列|首列)(?:为|是){_QUOTE_OPEN}?([^\s“”\"'’]{{1,12}}?){_QUOTE_CLOSE}?{_ROW_OR_COLUMN_THAT}行", re.IGNORECASE)
+_ASKED_COLUMN_HEAD = re.compile(
+    rf"\bcolumn\s+headed\s+{_QUOTE_OPEN}([^\"'”’]{{1,20}}){_QUOTE_CLOSE}"
+    rf"|(?:第一行|首行)(?:为|是){_QUOTE_OPEN}([^“”\"'’]{{1,20}}){_QUOTE_CLOSE}{_ROW_OR_COLUMN_THAT}列", re.IGNORECASE)
+
+
+def asked_column(question: str) -> int | None:
+    """The number of the table column a question asks by its place ("the sixth column", "第二列"; LAST), or None."""
+    found = _ASKED_COLUMN.search(question)
+    return ordinal_number(next(g for g in found.groups() if g)) if found else None
+
+
+def _asked_first_cell(pattern: re.Pattern[str], question: str) -> str | None:
+    found = pattern.search(question)
+    return _plain(next(g for g in found.groups() if g)) if found else None
 
 
 _CAPITALIZED = re.compile(r"(?<![A-Za-z])[A-Z][a-z]+(?![A-Za-z])")  # "Many" of "在Places-LT上Many（头部类别）"
@@ -746,6 +779,9 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
     # 哪个职位": 经审委员's duty): the row's label, or another column, is what is asked
     quotes = {cell for cell in _unique_values(content) if cell in asked} | stated
     place_asked = asked_row(question)
+    column_asked = asked_column(question)
+    row_start, column_head = _asked_first_cell(_ASKED_ROW_START, question), \
+        _asked_first_cell(_ASKED_COLUMN_HEAD, question)
     forecast = bool(_ASKS_FORECAST.search(question)) or not years  # no year asked: any column may be
     focused = terms(focus(question))
     for block_headers, data in _blocks(rows):
@@ -760,6 +796,10 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
                     + (CURRENT_PERIOD_SCORE if current and _CURRENT_PERIOD.match(h) else 0.0) for h in headers]
 
         block_scores = column_scores(block_headers)
+        # a column asked by its place, or by what its first row holds (the header, or a grid's first row)
+        heads = block_headers if any(h.strip() for h in block_headers) else (data[0] if data else [])
+        placed_column = next((j for j, h in enumerate(heads) if _plain(h) == column_head), None) \
+            if column_head else None
         if change:
             block_scores = _compared(block_headers, block_scores)
         headers, col_scores, group_of = block_headers, block_scores, None
@@ -770,7 +810,9 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
             if group is row:
                 continue  # a row group's own header names its columns: it answers nothing
             place += 1
-            at_place = place_asked is not None and place == (places if place_asked == LAST else place_asked)
+            started = row_start is not None and _plain(row[0]) == row_start
+            at_place = started or \
+                (place_asked is not None and place == (places if place_asked == LAST else place_asked))
             if group is not group_of:  # the group's header names the columns it fills, the block's the rest
                 group_of = group
                 headers = block_headers if group is None else \
@@ -792,6 +834,10 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
             values = [j for j in range(k + 1, len(row)) if row[j]]
             if k and numbering_asked:
                 values.insert(0, 0)  # "这一行的编号（No.）是什么", "which item number": the row's own number
+            at_column = placed_column if column_asked is None else \
+                len(row) - 1 if column_asked == LAST else column_asked - 1
+            if at_column is not None and 0 <= at_column < len(row) and row[at_column] and at_column not in values:
+                values = sorted([*values, at_column])  # a place counts every cell, the label's too
             # a label cell the question writes out ("with a ResNeXt-50 backbone") is said, not asked
             said = [j for j in values if j < key and terms(_uncited(row[j])) <= q]
             if len(said) < len(values):
@@ -808,7 +854,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
                 row_score = max(row_score, *(named(row[j], q) for j in quoted))
             if at_place:  # the row asked by its place is named as by its label written out (`written`)
                 row_score = max(row_score, GROUP_TIE_WEIGHT)
-                name, shown = name or f"#{place}", shown.strip() or f"#{place}"
+                name, shown = name or f"#{place}", row[0] if started else shown.strip() or f"#{place}"
             if not name or not values or row_score <= 0:
                 continue
             # a value the question states is the row's condition, not its answer ("充到90% SOC那一段的
@@ -848,6 +894,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
             # among columns named alike, the one what is asked names ("Series 5" of "（Series 4、Series 5、Series 8）
             # 中，第二行数据的 Series 5 数值") breaks the tie
             scored = [((row_columns[j] if j < len(row_columns) else 0.0) + (NUMBERING_SCORE if j < k else 0.0)
+                       + (PLACED_COLUMN_SCORE if j == at_column else 0.0)
                        + (PERCENT_BONUS if ratio and "%" in row[j] else 0.0)
                        + GROUP_TIE_WEIGHT * (j < len(row_columns) and row_columns[j] > 0 and bool(focused)
                                              and terms(headers[j]) <= focused), -j)

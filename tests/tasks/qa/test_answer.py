@@ -718,6 +718,14 @@ def test_a_question_asking_a_charts_caption_is_answered_by_the_caption_of_the_ch
     # a question not asking the caption is answered by a cell
     assert "4.3" in extractive_answer("In the procurement contract document's chart, what is Category 5's value for "
                                       "Series 7?", ctx, S).text
+    # nor is one quoting a section named by the word ("section 2.2.2 'Table with caption'", "“Table with caption”")
+    grid = _chunk("demo.docx_65", "1 | a | b | v | d | er | f\n2 | u |  | 9 |  |  | \n3 | pp | 8 |  | k |  | q",
+                  caption="Table 1: This is an easy table", section_path="2.2 Table/Figure/Chart with caption > "
+                  "2.2.2\tTable with caption")
+    for question in ("In the MinerU DOCX demo's section 2.2.2 'Table with caption', what is in the second column of "
+                     "the row that starts with 3?", "MinerU DOCX演示文档2.2.2节“Table with caption”表格中，以3开头的那一行"
+                     "第二列的内容是什么？"):
+        assert extractive_answer(question, _context((grid, 0.8)), S).text.startswith("3 — pp"), question
 
 
 def test_an_item_labelled_by_part_of_what_is_asked_answers_it():
@@ -946,6 +954,26 @@ def test_a_bullet_asked_by_its_place_is_counted_in_its_list():
     question = "In the MinerU DOCX demo, what is the fifth bullet of the multi-level list with italic text?"
     assert extractive_answer(question, _context((bullets, 0.8)), strict).text.startswith("- Some italic bold underline")
 
+
+
+def test_an_item_asked_by_its_place_is_said_under_its_sections_heading():
+    # mineru_docx_demo_zh_en_headings_tables_images.docx as landed (chunks 4 and 6): the items hold none of the
+    # question's words; the heading of their section does, in the other language too ("explicit whitespace")
+    numbered = _chunk("demo.docx_4", "1 有序列表构成的章节标题\n1.1 显式空白字符表示\n1. 和文本在一起的带下划线的空格\n"
+                      "2. 单独的带下划线的空格\n3. 单独的带删除线的空格\n4. 带删除线和下划线的空格", "text",
+                      section_path="1 有序列表构成的章节标题 > 1.1 显式空白字符表示")
+    bullets = _chunk("demo.docx_6", "1.3 多级列表\n- Italic bullet 1\n- Bold bullet 2\n- Underline bullet 3", "text",
+                     section_path="1 有序列表构成的章节标题 > 1.3 多级列表")
+    other = _chunk("unit_test.docx_7", "1. First sub-item at this level\n2. Second sub-item at this level\n"
+                   "3. Third sub-item at this level\n4. Environmental Constraints", "text", section_path="Section 1.1")
+    ctx = _context((other, 0.9), (numbered, 0.8), (bullets, 0.8))
+    one = S.replace(extractive_max_sentences=1)
+    question = "In section 1.1 of the MinerU DOCX demo (explicit whitespace characters), what is the fourth numbered " \
+               "list item?"
+    assert "4. 带删除线和下划线的空格" in extractive_answer(question, ctx, one).text
+    question = "MinerU DOCX演示文档1.3节“多级列表”中，第一个项目符号的文字是什么？"
+    answer = extractive_answer(question, _context((numbered, 0.8), (bullets, 0.8)), one)
+    assert answer.text.startswith("- Italic bullet 1")
 
 
 def test_the_item_placed_after_the_one_named_answers_however_short():

@@ -10,7 +10,8 @@ from schemas.settings import Settings
 from tasks.qa.answer import asked_ordinal, extractive_answer, heading_asked, item_number, sentences, table_notes
 from tasks.qa.context import build_context
 from tasks.qa.extract import (_rows, _unshifted, answers_what_is_asked, cjk_numbers, document_scope, focus, form_lines,
-                              LAST, asked_row, labelled_rows, scope_only_terms, shortest_clause, table_cell, terms)
+                              LAST, asked_column, asked_row, labelled_rows, scope_only_terms, shortest_clause,
+                              table_cell, terms)
 from tasks.qa.types import Candidate
 from tests.test_golden import chunks_of
 
@@ -960,6 +961,26 @@ def test_a_row_asked_by_its_place_is_named_as_by_its_label(documents):
     assert (cell.label, cell.header, cell.value) == ("#2", "Series 5", "4.4")
     assert table_cell("In chart 1, what is the Series 8 value in the last data row?", chart).value == "5"
     assert table_cell("图表 1 中 Series 5 的数值是多少？", chart) is None  # no row is named
+
+
+def test_a_grid_cell_is_asked_by_its_rows_first_cell_and_its_columns_place_or_first_row(tables):
+    # the MinerU DOCX demo's "Table with caption": a grid of no header ("1 | a | b | …" over "2 | u | …"), its rows
+    # numbered 1 to 4; a question names a cell by the row's first cell and the column's place or first cell
+    grid = table_with(tables["mineru_docx_demo"], "1 | a | b | v")
+    asked = {"In the table, what is in the second column of the row that starts with 3?": "pp",
+             "表格中，以4开头的那一行第二列的内容是什么？": "io",
+             "In the table, which entry sits in the sixth column of the first row?": "er",
+             "In the small grid, what entry is in the row numbered 2 under the column headed 'v'?": "9",
+             "表格中，第一列为“3”的那一行，在首行为“a”的那一列里填的是什么？": "pp",
+             "In the grid, what is in the last column of the row that starts with 3?": "q"}
+    for question, value in asked.items():
+        cell = table_cell(question, grid.content)
+        assert (cell.value, cell.written) == (value, True), question
+    assert asked_column("第二列的内容") == 2 and asked_column("the last column") == LAST
+    assert asked_column("第一列为“3”的那一行") is None and asked_row("第一行为“a”的那一列") is None
+    # under a header row ("No. | A | B"), the row starting with 2 is found the same way
+    assert table_cell("What is in the second column of the row that starts with 2?", "No. | A | B\n1 | x | y\n2 | z | w"
+                      ).value == "z"
 
 
 def test_a_forecast_column_answers_only_a_question_asking_a_forecast():
