@@ -110,6 +110,7 @@ _SUB_ITEM = re.compile(r"^\s*(?:其中|加|减)\s*[:：]\s*")  # a financial sta
 # by a term or two would (a header the question names more fully wins)
 _ASKS_NUMBERING = re.compile(r"编号|序号|\bitem number\b|\bNo\.|\brow number\b", re.IGNORECASE)
 NUMBERING_SCORE = 1.0
+PATH_LABEL_TERMS = 4  # a label of this many terms written out names its row, even of the document's own words
 PLACED_COLUMN_SCORE = 2.0  # a column asked by its place ("the second column") over any its words name
 _NUMBERING = re.compile(r"^(?:no\.?|序号|[0-9]+(?:\.[0-9]+)*\.?)$", re.IGNORECASE)
 # words that ask rather than name: never evidence that a row or column was meant
@@ -872,7 +873,10 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
             # a range's label is written out by its numbers, signs kept, whatever its symbols ("-15℃C≤T<-10℃"
             # as OCR read it, "-15℃≤T<-10℃" in the question; not "10°℃≤T<15℃")
             label_numbers = _signed_decimals(name)
-            written = (len(_plain(name)) >= 2 and _writes(writing, _plain(name)) and bool(terms(name) - subject)) or \
+            # (a label of the document's own name writes no row out, "CC-SAM" in the CC-SAM paper, but a path is
+            # one: "zh_pdf/prc_constitution.pdf" names its row of a file list, whatever document it names)
+            written = (len(_plain(name)) >= 2 and _writes(writing, _plain(name))
+                       and (bool(terms(name) - subject) or len(terms(name)) >= PATH_LABEL_TERMS)) or \
                 (len(label_numbers) >= 2 and label_numbers <= asked_numbers and not _HAS_LETTERS.search(name)
                  and _RANGE_SIGN.search(name) is not None) \
                 or bool(quoted) or at_place

@@ -976,6 +976,19 @@ def test_an_item_asked_by_its_place_is_said_under_its_sections_heading():
     assert answer.text.startswith("- Italic bullet 1")
 
 
+def test_a_sentence_in_the_other_language_holds_the_terms_it_says_of_the_question():
+    # multi_page.md as landed (chunk 14): a Chinese question's own terms the English sentence says ("律师事务所",
+    # "依赖", "排版": law firms, rely, formatting) count toward the share of its terms a unit must hold
+    tools = _chunk("multi_page.md_14", "Legal Document Processors : Word processors tailored for legal professionals, "
+                   "like WordPerfect, offered features such as redlining (early version tracking) and document "
+                   "comparison. Even today, many law firms rely on these tools due to their robust formatting options "
+                   "for contracts and legal briefs.", "text", section_path="Specialized Word Processing Tools")
+    question = "《The Evolution of the Word Processor》一文提到，很多律师事务所至今仍依赖WordPerfect这类法律文书处理工具，" \
+               "是因为它们对哪些文书有强大的排版功能？"
+    answer = extractive_answer(question, _context((tools, 0.8)), S)
+    assert answer is not None and "contracts and legal briefs" in answer.text
+
+
 def test_the_item_placed_after_the_one_named_answers_however_short():
     # nbt_npp_periodic_safety_review_part1_draft.docx as landed (chunk 53, Appendix B): the item after
     # "1. 目标和范围" is four characters; the first item is quoted with the line opening its list, and alone

@@ -983,6 +983,23 @@ def test_a_grid_cell_is_asked_by_its_rows_first_cell_and_its_columns_place_or_fi
                       ).value == "z"
 
 
+def test_a_file_path_written_out_names_its_row_of_a_file_list_whatever_document_it_names():
+    # SOURCES.md's file list as landed (rows cut to their first columns): "PRC Constitution PDF" names a document of
+    # the corpus (the caller's subject), yet "zh_pdf/prc_constitution.pdf" written out names its row
+    files = ("local file | repo | path in repo | bytes\n"
+             "zh_pdf/prc_constitution.pdf | bobo-xiaoming/zufang | 《中华人民共和国宪法》.pdf | 303,430\n"
+             "en/groundtruth/multi_page.md | docling-project/docling | tests/data/groundtruth/docling_v2/multi_page.md "
+             "| 8,394")
+    question = "From which GitHub repository was the local PRC Constitution PDF (zh_pdf/prc_constitution.pdf) taken, " \
+               "according to the repo column of SOURCES.md?"
+    cell = table_cell(question, files, frozenset({"constitution", "github", "local", "pdf", "prc", "zh"}))
+    assert (cell.value, cell.written) == ("bobo-xiaoming/zufang", True)
+    # a short label of the document's own name writes no row out ("CC-SAM" in the CC-SAM paper)
+    results = "Method | Many | Few\nCE | 65.9 | 8.2\nCC-SAM | 61.4 | 36.4"
+    assert not table_cell("In the CC-SAM paper, what Few accuracy does CC-SAM reach?", results,
+                          frozenset({"cc", "sam", "paper"})).written
+
+
 def test_a_forecast_column_answers_only_a_question_asking_a_forecast():
     # a broker report's forecast table beside a quarterly report's balance sheet: "at 31 March 2025" asks what
     # was reported, which no "2025E" column holds
