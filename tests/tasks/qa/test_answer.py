@@ -242,6 +242,20 @@ def test_a_captioned_table_is_named_by_its_caption_not_the_section_it_landed_in(
     assert answer.text == "LUNA [5] — Places-LT Medium: 41.6[ref:ccsam.md_77]"
 
 
+def test_a_chart_named_by_its_number_is_told_from_a_chart_or_table_of_another_number():
+    # procurement_contract_headings_table_images.docx as landed (chunks 5, 9) beside the MinerU DOCX demo's copy of
+    # its chart (chunk 67): "图表 2" is the procurement's chart 2, whose cells the demo's "Chart 1" repeats; "表格 1"
+    # is a table, numbered apart from the charts
+    rows = "\n".join(f"Category {n} | {a} | {b} | {c}" for n, a, b, c in ((5, 4.3, 2.4, 2), (6, 2.5, 4.4, 2)))
+    grid = _chunk("procurement.docx_5", "1 | a | b | v\n2 | u |  | 9", caption="表格 1")
+    second = _chunk("procurement.docx_9", f"图表 2\n | Series 7 | Series 5 | Series 6\n{rows}", "chart", caption="图表 2")
+    copy = _chunk("demo.docx_67", f"Chart 1: This is an easy line chart\n | Series 7 | Series 5 | Series 6\n{rows}",
+                  "chart", caption="Chart 1: This is an easy line chart")
+    ctx = _context((copy, 0.9), (grid, 0.6), (second, 0.3))
+    answer = extractive_answer("那份政府采购合同示例文档里的“图表 2”中，Category 6 对应的 Series 5 数值是多少？", ctx, S)
+    assert answer.text.startswith("Category 6 — Series 5: 4.4") and answer.citations == ["procurement.docx_9"]
+
+
 def test_a_unit_holding_the_asked_number_is_added_when_the_best_one_has_none():
     intro = _chunk("spec.md_0", "电芯的放电能量与温度有关，放电能量的测试方法见附录。", "text")
     value = _chunk("spec.md_1", "在25℃下电芯的放电能量不低于625 Wh。", "text")
