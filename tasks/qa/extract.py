@@ -797,6 +797,9 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
                     + (CURRENT_PERIOD_SCORE if current and _CURRENT_PERIOD.match(h) else 0.0) for h in headers]
 
         block_scores = column_scores(block_headers)
+
+        def label_asked(k: int) -> bool:
+            return k < len(block_headers) and bool(block_headers[k].strip()) and named(block_headers[k], q) > 0
         # a column asked by its place, or by what its first row holds (the header, or a grid's first row)
         heads = block_headers if any(h.strip() for h in block_headers) else (data[0] if data else [])
         placed_column = next((j for j, h in enumerate(heads) if _plain(h) == column_head), None) \
@@ -853,6 +856,11 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
             quoted = [j for j in values if _plain(row[j]) in quotes]
             if quoted:
                 row_score = max(row_score, *(named(row[j], q) for j in quoted))
+            # the labels' own column named ("which position …", "哪个职位"): the label is asked, and the row is named by
+            # what its words say, in the other language too ("in overall charge of the union's work": 全面负责工会工作)
+            described = max((named(row[j], q, subject) for j in values if j >= key and not _NUMBER_CELL.match(row[j])),
+                            default=0.0) if label_asked(k) else 0.0
+            row_score = max(row_score, described)
             if at_place:  # the row asked by its place is named as by its label written out (`written`)
                 row_score = max(row_score, GROUP_TIE_WEIGHT)
                 name, shown = name or f"#{place}", row[0] if started else shown.strip() or f"#{place}"
@@ -866,7 +874,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
                 values = [j for j in values if j not in stated]
             # (its label's terms beside the document's own name break ties first: "Places-LT | CE", not the paper's
             # own "Places-LT | CC-SAM" row)
-            own = max(named(name, q, subject), named(label, q, subject)) \
+            own = max(named(name, q, subject), named(label, q, subject), described) \
                 + GROUP_TIE_WEIGHT * len(terms(label) & q - subject) if subject else row_score
             if subject:
                 row_score = own + SUBJECT_ROW_WEIGHT * row_score

@@ -848,6 +848,13 @@ def test_a_value_the_question_writes_out_names_its_row():
     assert (cell.label, cell.value) == ("经审委员", "负责工会经费使用监督审查工作")
     # a value every row holds names none of them ("1" of 人数 is no quote either)
     assert table_cell("工会主席有几人？", members).label == "工会主席"
+    # an English question names the labels' column ("which position", glossed 职位) and describes a duty: the row
+    # whose duty holds most of its glosses is named, though another's label holds one ("member": 委员)
+    members += "\n女工委员 | 1 | 负责女工委全面工作"
+    question = "In the union committee member table (表1) of the one-page union rules, which position is in overall " \
+               "charge of the union's work?"
+    for subject in (frozenset(), frozenset({"union", "rule", "page"})):
+        assert table_cell(question, members, subject, "委员 职位 全面 工作").label == "工会主席"
 
 
 def test_what_a_question_says_a_table_shows_names_no_column(tables):
