@@ -80,7 +80,9 @@ _LATIN = re.compile(r"[A-Za-z]")
 
 _REF = re.compile(r"\[\s*ref\s*[:：]\s*([^\[\]]*?)\s*\]", re.IGNORECASE)
 _NUMBER_MARKS = re.compile(r"\[\d+(?:\s*[,，、]\s*\d+)*\]")
-_SENTENCE_END = re.compile(r"(?<=[。！？!?；;])|\n+|(?<=[.!?])\s+(?=[A-Z0-9\"'])")
+# (a ";" between letters or digits is no clause's end: "TeX;UTF-8|ACP;HTML", a list of values)
+_SENTENCE_END = re.compile(r"(?<=[。！？!?；])|(?<=;)(?<![A-Za-z0-9];)|(?<=[A-Za-z0-9];)(?![A-Za-z0-9])|\n+"
+                           r"|(?<=[.!?])\s+(?=[A-Z0-9\"'])")
 # a sentence that continues the one before: it opens with a pronoun, or (Chinese) with no subject at all
 _PRONOUN_START = re.compile(r"^(?:(?:It|Its|This|These|They|Their|He|She|His|Her)\b|[它其他她]|由|并且|并|且|也|还)")
 MAX_SENTENCE_CHARS = 400

@@ -398,6 +398,18 @@ def test_a_contents_entry_answers_only_a_question_about_the_contents():
     assert extractive_answer("该标准目次中第2章是规范性引用文件还是术语和定义？", ctx, S).citations == ["part1.docx_6"]
 
 
+def test_a_semicolon_between_letters_ends_no_clause():
+    # ucasthesis_template_guide.pdf as landed (chunk 51): WinEdt's wrapping modes are a list of values joined by ";",
+    # quoted whole; a ";" ending a clause (before a space or Chinese) still cuts the sentence
+    text = ("应在其 Options -> Preferences -> wrapping 选项卡下将两种 Wrapping Modes 中的内容:TeX;HTML;ANSI;ASCII|DTX..."
+            "修改为:TeX;UTF-8|ACP;HTML;ANSI;ASCII|DTX...同时，取消 Options -> Preferences -> Unicode 中的 Enable ANSI "
+            "Format。the repository licence covers the repo; it does not cover documents;第二句")
+    assert sentences(text) == [
+        "应在其 Options -> Preferences -> wrapping 选项卡下将两种 Wrapping Modes 中的内容:TeX;HTML;ANSI;ASCII|DTX..."
+        "修改为:TeX;UTF-8|ACP;HTML;ANSI;ASCII|DTX...同时，取消 Options -> Preferences -> Unicode 中的 Enable ANSI Format。",
+        "the repository licence covers the repo;", "it does not cover documents;", "第二句"]
+
+
 def test_lines_a_pdf_wrapped_are_one_sentence_and_items_stay_apart():
     # the Civil Code's text layer (prc_civil_code.pdf, chunk 142): the line ends where the page did
     text = ("第五百八十六条 当事人可以约定一方向对方给付定金作为\n债权的担保。定金的数额由当事人约定；但是，不得超过主合同标的额的\n"
