@@ -34,7 +34,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from schemas.chunk import CHART, HEADING, INDEX, TABLE, TEXT
+from schemas.chunk import CHART, HEADING, IMAGE, INDEX, TABLE, TEXT
 from schemas.errors import LLMError
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, QAResult, Question
 from schemas.settings import Settings
@@ -843,6 +843,24 @@ def _bullet_place(units: Sequence[_Unit], i: int) -> int | None:
     return i - first + 1
 
 
+_ASKS_PICTURE = re.compile(r"\b(?:picture|image|photo|icon)s?\b|图片|图像|照片|插图", re.IGNORECASE)
+
+
+def _picture_places(context: Context) -> dict[str, tuple[int, int]]:
+    """Per picture of the context, (its place, how many there are) among the context's pictures of its section, in
+    the document's order."""
+    by_section: dict[tuple[str, str], list] = {}
+    for c in context.chunks:
+        if c.chunk.chunk_type == IMAGE:
+            by_section.setdefault((c.source, c.chunk.section_path), []).append(c)
+    return {c.chunk_id: (place, len(pictures)) for pictures in by_section.values()
+            for place, c in enumerate(sorted(pictures, key=lambda c: c.chunk.chunk_index), 1)}
+
+
+def _at_picture_place(place: tuple[int, int] | None, ordinal: int) -> bool:
+    return place is not None and (place[0] == ordinal or (ordinal == LAST and place[0] == place[1]))
+
+
 def _is_item(units: Sequence[_Unit], i: int, ordinal: int) -> bool:
     """Whether units[i] is its list's item numbered `ordinal` (a bullet: at that place), or its last item (LAST: the
     next item of its chunk is not numbered next)."""
@@ -952,7 +970,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     what …", `_set_aside`) scores half, as does one of another article or numbered table than the one the
     question names ("Article 230", "Table 4") and one not written in the language a name is asked in ("英文标题");
     a short line writing out a code the question writes ("SF4") gains CODE_BONUS; a bullet asked by its place
-    is counted among the bullets before it. A sentence in the other language than the question's also scores by
+    is counted among the bullets before it, a picture among the context's pictures of its section. A sentence in the other language than the question's also scores by
     its embedding's cosine to the question's (`similarity`), less the best such sentence's (at most
     RELATED_SPAN less), times `extractive_similarity_weight`: a dictionary reads a translation word by word,
     the model reads it whole
@@ -987,6 +1005,9 @@ def extractive_answer(question: str, context: Context, settings: Settings,
         else frozenset()
     asked_heading, headings_asked = heading_asked(question), set()  # (and symbol list entries asked)
     under_named_section: set[int] = set()  # list items under a section heading the question names
+    # a picture asked by its place ("the second of the two ungrouped pictures"): its place among the context's
+    # pictures of its section
+    pictures = _picture_places(context) if ordinal is not None and _ASKS_PICTURE.search(question) else {}
     # the article a question names ("Article 230") is where its answer is: a unit of another one scores
     # OTHER_ARTICLE_SHARE (第二百三十四条 holds the terms of 二百三十 too)
     asked_articles, other_articles = frozenset(articles_asked(question)), set()
@@ -1065,9 +1086,9 @@ def extractive_answer(question: str, context: Context, settings: Settings,
                 in_other_article = bool(asked_articles) and not asked_articles.intersection(articles_asked(article))
             elif article:
                 setting = f"{setting} {article}".strip()
-            if ordinal is not None and (item_number(unit) is not None or _BULLET.match(unit)):
-                # a list's item asked by its place is said under its section's heading ("the fourth item in section
-                # 1.1 (explicit whitespace characters)" of "1.1 显式空白字符表示 / 1. … 4. 带删除线和下划线的空格")
+            if ordinal is not None and (item_number(unit) is not None or _BULLET.match(unit) or c.chunk_id in pictures):
+                # a list's item (or a picture) asked by its place is said under its section's heading ("the fourth
+                # item in section 1.1 (explicit whitespace characters)" of "1.1 显式空白字符表示 / 1. … 4. 带删除线和下划线的空格")
                 setting = f"{setting} {section}".strip()
                 if section_named:
                     under_named_section.add(len(units))
@@ -1144,7 +1165,9 @@ def extractive_answer(question: str, context: Context, settings: Settings,
         # the list's item after the one named needs none of the question's words
         placed_after = after_anchor.get(i, 0.0) > 0 and bool(_NUMBERED_ITEM.match(unit))
         # a list's item asked by its place needs few of them: its list's opening line says what it is
-        at_place = ordinal is not None and sentence and (_is_item(units, i, ordinal) or _enumerates(unit, ordinal))
+        at_place = ordinal is not None and sentence and (_is_item(units, i, ordinal) or _enumerates(unit, ordinal)
+                                                         or (pos == 0 and _at_picture_place(pictures.get(chunk_id),
+                                                                                            ordinal)))
         # (the item under the section the question names by its heading: "1.3节“多级列表”中，第一个项目符号")
         if shared <= naming_only and not cell and i not in headings_asked and not placed_after \
                 and not (at_place and i in under_named_section):

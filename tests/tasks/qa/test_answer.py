@@ -1015,6 +1015,23 @@ def test_a_sentence_in_the_other_language_holds_the_terms_it_says_of_the_questio
     assert answer is not None and "contracts and legal briefs" in answer.text
 
 
+def test_a_picture_asked_by_its_place_is_counted_among_its_sections_pictures():
+    # mineru_docx_demo_zh_en_headings_tables_images.docx as landed (chunks 15-17): two pictures under "1.1.2 Ungrouped
+    # images", each described by its alt text; their disclaimer ("AI 生成的内容…") is no description
+    section = "1 这是第一章标题 > 1.1 Some images > 1.1.2 Ungrouped images"
+    heading = _chunk("demo.docx_15", "1.1.2 Ungrouped images\nThere are 2 pictures ungrouped", "text",
+                     section_path=section)
+    pictures = [_chunk(f"demo.docx_{n}", f"{alt}\n\nAI 生成的内容可能不正确。", "image", section_path=section,
+                       semantic_content=f"图片：位于「{section}」，第3页\n前文：There are 2 pictures ungrouped\n内容：{alt}\n\n"
+                       "AI 生成的内容可能不正确。") for n, alt in ((16, "卡通人物"), (17, "图标"))]
+    ctx = _context((pictures[1], 0.9), (heading, 0.8), (pictures[0], 0.7))
+    for place, alt in (("first", "卡通人物"), ("second", "图标"), ("last", "图标")):
+        question = f"In section 1.1.2 (Ungrouped images) of the MinerU DOCX demo, what alt text does the {place} of " \
+                   "the two ungrouped pictures carry?"
+        assert extractive_answer(question, ctx, S.replace(extractive_max_sentences=1)).text.split("[ref:")[0] \
+            .endswith(f"内容：{alt}"), place
+
+
 def test_the_item_placed_after_the_one_named_answers_however_short():
     # nbt_npp_periodic_safety_review_part1_draft.docx as landed (chunk 53, Appendix B): the item after
     # "1. 目标和范围" is four characters; the first item is quoted with the line opening its list, and alone
