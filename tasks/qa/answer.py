@@ -970,7 +970,8 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     what …", `_set_aside`) scores half, as does one of another article or numbered table than the one the
     question names ("Article 230", "Table 4") and one not written in the language a name is asked in ("英文标题");
     a short line writing out a code the question writes ("SF4") gains CODE_BONUS; a bullet asked by its place
-    is counted among the bullets before it, a picture among the context's pictures of its section. A sentence in the other language than the question's also scores by
+    is counted among the bullets before it, a picture among the context's pictures of its section.
+    A sentence in the other language than the question's also scores by
     its embedding's cosine to the question's (`similarity`), less the best such sentence's (at most
     RELATED_SPAN less), times `extractive_similarity_weight`: a dictionary reads a translation word by word,
     the model reads it whole
