@@ -836,6 +836,9 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
             label = " ".join(dict.fromkeys(_uncited(c) for c in [name, *row[k + 1:key]] if c))
             shown = " ".join(dict.fromkeys([row[k], *(c for c in row[k + 1:key] if c and terms(_uncited(c)) <= q)]))
             values = [j for j in range(k + 1, len(row)) if row[j]]
+            if not values and row[k] and at_place and label_asked(k):
+                # "what is in the Column A cell of the last row": the label is the value asked, the place names it
+                values, shown = [k], f"#{place}"
             if k and numbering_asked:
                 values.insert(0, 0)  # "这一行的编号（No.）是什么", "which item number": the row's own number
             at_column = placed_column if column_asked is None else \

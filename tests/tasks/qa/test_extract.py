@@ -960,6 +960,10 @@ def test_a_row_asked_by_its_place_is_named_as_by_its_label(documents):
                       nested.content)
     assert (cell.value, cell.written) == ("Simple cell with bold and italic text", True)
     assert asked_row("第二行数据的 Series 5 数值") == 2 and asked_row("最后一行（第四行）") == LAST
+    # a row holding its label only ("This is a paragraph …" over an empty Column B): the label's own column asked
+    rich = table_with(tables_of(documents["mineru_docx_demo"]), "This is a paragraph")
+    cell = table_cell('In the "Table with rich cells", what is in the Column A cell of the last row?', rich.content)
+    assert (cell.label, cell.header, cell.value) == ("#3", "Column A", "This is a paragraph This is another paragraph")
     assert asked_row("the row numbered 3") is None and asked_row("第三季度的收入") is None
     # a chart's data without category labels (a procurement contract's 图表 1): the place is the row's only name,
     # and among the columns the question lists, the one it asks about ("Series 5 数值") is answered
