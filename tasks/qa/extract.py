@@ -641,8 +641,8 @@ _ROW_OR_COLUMN_THAT = r"(?:的)?(?:那一?|这一?)?"
 # a row asked by its first cell ("the row that starts with 3", "以4开头的那一行", "第一列为“3”的那一行"), a column by
 # its first row's ("the column headed 'a'", "首行为“a”的那一列"): a grid's cells, which no header names
 _ASKED_ROW_START = re.compile(
-    rf"\brow\s+(?:that|which)\s+(?:starts|begins)\s+with\s+{_QUOTE_OPEN}?([^\s\"'”’,?]+?){_QUOTE_CLOSE}?[\s,?]"
-    rf"|\brow\s+numbered\s+{_QUOTE_OPEN}?([^\s\"'”’,?]+?){_QUOTE_CLOSE}?[\s,?]"
+    rf"\brow\s+(?:that|which)\s+(?:starts|begins)\s+with\s+{_QUOTE_OPEN}?([^\s\"'”’,?]+?){_QUOTE_CLOSE}?(?=[\s,?]|$)"
+    rf"|\brow\s+numbered\s+{_QUOTE_OPEN}?([^\s\"'”’,?]+?){_QUOTE_CLOSE}?(?=[\s,?]|$)"
     rf"|以{_QUOTE_OPEN}?([^\s“”\"'’]{{1,12}}?){_QUOTE_CLOSE}?开头{_ROW_OR_COLUMN_THAT}行"
     rf"|(?:第一列|首列)(?:为|是){_QUOTE_OPEN}?([^\s“”\"'’]{{1,12}}?){_QUOTE_CLOSE}?{_ROW_OR_COLUMN_THAT}行", re.IGNORECASE)
 _ASKED_COLUMN_HEAD = re.compile(
@@ -797,9 +797,10 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
                     + (CURRENT_PERIOD_SCORE if current and _CURRENT_PERIOD.match(h) else 0.0) for h in headers]
 
         block_scores = column_scores(block_headers)
-
-        def label_asked(k: int) -> bool:
-            return k < len(block_headers) and bool(block_headers[k].strip()) and named(block_headers[k], q) > 0
+        # the labels' own column named ("which position", "Column A"), when the label is the first cell or the
+        # second after a "No." column
+        label_asked = [k < len(block_headers) and bool(block_headers[k].strip()) and named(block_headers[k], q) > 0
+                       for k in (0, 1)]
         # a column asked by its place, or by what its first row holds (the header, or a grid's first row)
         heads = block_headers if any(h.strip() for h in block_headers) else (data[0] if data else [])
         placed_column = next((j for j, h in enumerate(heads) if _plain(h) == column_head), None) \
@@ -836,7 +837,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
             label = " ".join(dict.fromkeys(_uncited(c) for c in [name, *row[k + 1:key]] if c))
             shown = " ".join(dict.fromkeys([row[k], *(c for c in row[k + 1:key] if c and terms(_uncited(c)) <= q)]))
             values = [j for j in range(k + 1, len(row)) if row[j]]
-            if not values and row[k] and at_place and label_asked(k):
+            if not values and row[k] and at_place and label_asked[k]:
                 # "what is in the Column A cell of the last row": the label is the value asked, the place names it
                 values, shown = [k], f"#{place}"
             if k and numbering_asked:
@@ -862,7 +863,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
             # the labels' own column named ("which position …", "哪个职位"): the label is asked, and the row is named by
             # what its words say, in the other language too ("in overall charge of the union's work": 全面负责工会工作)
             described = max((named(row[j], q, subject) for j in values if j >= key and not _NUMBER_CELL.match(row[j])),
-                            default=0.0) if label_asked(k) else 0.0
+                            default=0.0) if label_asked[k] else 0.0
             row_score = max(row_score, described)
             if at_place:  # the row asked by its place is named as by its label written out (`written`)
                 row_score = max(row_score, GROUP_TIE_WEIGHT)
