@@ -268,7 +268,10 @@ def form_lines(content: str) -> tuple[str, ...] | None:
     filled = [c for c in cells if c]
     if len(rows) < 3 or not filled:
         return None
-    form = (len(cells) - len(filled) >= FORM_EMPTY_SHARE * len(cells)
+    # (its blanks beside its labels, in more than one column: a table whose last column only is empty, "Only text | "
+    # under "Column A | Column B", is a table)
+    blank_columns = {j for row in rows for j, c in enumerate(row) if not c}
+    form = (len(cells) - len(filled) >= FORM_EMPTY_SHARE * len(cells) and len(blank_columns) > 1
             and sum(bool(_HAS_DIGIT.search(c)) for c in filled) <= FORM_DIGIT_SHARE * len(filled)
             and len(set(filled)) >= FORM_DISTINCT_SHARE * len(filled))
     if not form:

@@ -279,12 +279,19 @@ def test_a_glossary_line_opening_with_what_is_asked_answers_it(tmp_path):
         assert ans.text == f"{abbreviation} {meaning}[ref:{glossary.chunk_id}]"
 
 
-def test_a_regular_table_is_no_form():
+def test_a_regular_table_is_no_form(documents):
     # word_sample.docx: every row as wide as the header; a question naming a header cell only asks
     # which row holds a value, and "Food — Calories per portion" is no answer: the row holding it is
     content = "Food | Calories per portion\nLeaves | 50\nBerries | 150\nGrain | 200"
     assert table_cell("Which food category has 50 calories per portion?", content).label == "Leaves"
     assert table_cell("How many calories per portion do berries have?", content).value == "150"
+    # the MinerU DOCX demo's "Table with picture" as landed: its blanks are its last column's only (the pictures
+    # MinerU left out), a table of labels, no form with blanks beside its labels
+    pictures = table_with(tables_of(documents["mineru_docx_demo"]), "Only text")
+    assert form_lines(pictures.content) is None
+    cell = table_cell("MinerU DOCX示例文档1.2.3节“Table with picture”表格中，第一行数据Column A单元格写的是什么？",
+                      pictures.content)
+    assert (cell.label, cell.value) == ("#1", "Only text")
 
 
 def test_a_row_of_numbers_under_a_repeated_group_header_is_its_sub_header(tables):
