@@ -843,6 +843,9 @@ def _bullet_place(units: Sequence[_Unit], i: int) -> int | None:
     return i - first + 1
 
 
+FIGURES = (IMAGE, CHART)
+# the field labels of a figure's description (`tasks.ingest.enrich.image_description`; its "图片" says what it is)
+_DESCRIPTION_LABEL = re.compile(r"(?:前文|后文|内容|数据)：|位于(?=「)")
 _ASKS_PICTURE = re.compile(r"\b(?:picture|image|photo|icon)s?\b|图片|图像|照片|插图", re.IGNORECASE)
 
 
@@ -1104,8 +1107,10 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             if is_heading:
                 headings_asked.add(len(units))
             restated = unit.endswith(("？", "?")) or unit.startswith(("问：", "问:", "Q:"))
-            negated = negated_terms(unit, q)  # "非住宅…" holds no "住宅" the question asks about
-            unit_words = words(unit) - {w for w in qw if terms(w) & negated} if negated else words(unit)
+            # a figure's description is ours ("图片：…，位于「…」…内容：卡通人物"): its field labels say nothing ("的内容是什么")
+            said_text = _DESCRIPTION_LABEL.sub(" ", unit) if c.chunk.chunk_type in FIGURES else unit
+            negated = negated_terms(said_text, q)  # "非住宅…" holds no "住宅" the question asks about
+            unit_words = words(said_text) - {w for w in qw if terms(w) & negated} if negated else words(said_text)
             if setting:
                 unit_words |= words(setting)
             if in_other_article:
@@ -1119,7 +1124,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             elif translated and chinese_words:
                 said_words = (chinese_words & _meanings(said_in, False)) - foreign_words
                 said = terms(" ".join(said_words)) - foreign
-            units.append(_Unit(((terms(unit) - negated) | terms(setting) | subject) - foreign,
+            units.append(_Unit(((terms(said_text) - negated) | terms(setting) | subject) - foreign,
                                (unit_words | subject_words) - foreign_words,
                                -1.0 if restated else 0.0, credit, order, pos, unit, c.chunk_id,
                                c.chunk.chunk_type not in GRIDS or " | " not in unit, translated, said=said,
@@ -1202,7 +1207,9 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             hit += CODE_BONUS
         if i in headings_asked:
             hit += HEADING_BONUS
-        if labelled is not None and sentence and (labelled.search(unit) or _labels_part_of(unit, about)):
+        # (a figure's description labels its alt text "内容：", which states no "内容" asked)
+        stated = _DESCRIPTION_LABEL.sub(" ", unit) if context.chunks[order].chunk.chunk_type in FIGURES else unit
+        if labelled is not None and sentence and (labelled.search(stated) or _labels_part_of(stated, about)):
             hit += LABEL_BONUS
         if at_place:
             hit += ORDINAL_BONUS

@@ -1032,6 +1032,23 @@ def test_a_picture_asked_by_its_place_is_counted_among_its_sections_pictures():
             .endswith(f"内容：{alt}"), place
 
 
+def test_a_figure_descriptions_field_labels_are_no_evidence():
+    # mineru_docx_demo_zh_en_headings_tables_images.docx as landed (chunks 7, 16): "…的内容是什么" asks what the item
+    # says; the picture's description only labels its alt text "内容：" (tasks.ingest.enrich.image_description)
+    section = "1 这是第一章标题 > 1.1 Some images > 1.1.2 Ungrouped images"
+    picture = _chunk("demo.docx_16", "卡通人物", "image", section_path=section,
+                     semantic_content=f"图片：位于「{section}」，第3页\n前文：There are 2 pictures ungrouped\n内容：卡通人物")
+    items = _chunk("demo.docx_7", "1.4 无序列表\n- 无序列表项1：bold 粗体文本\n- 无序列表项2：underline下划线文本\n"
+                   "- 无序列表项3：hyperlink超链接文本\n- 无序列表项4：italic 斜体文本", "text",
+                   section_path="1 有序列表构成的章节标题 > 1.4 无序列表")
+    cover = _chunk("demo.docx_2", "MinerU支持docx解析了\nMinerU Team\n2026 年03月04日", "text",
+                   section_path="MinerU supports DOCX document parsing now")
+    ctx = _context((picture, 0.9), (cover, 0.8), (items, 0.4))
+    answer = extractive_answer("MinerU的DOCX演示文档“1.4 无序列表”一节中，无序列表项4的内容是什么？", ctx,
+                               S.replace(extractive_max_sentences=1))
+    assert answer.text.startswith("- 无序列表项4：italic 斜体文本")
+
+
 def test_the_item_placed_after_the_one_named_answers_however_short():
     # nbt_npp_periodic_safety_review_part1_draft.docx as landed (chunk 53, Appendix B): the item after
     # "1. 目标和范围" is four characters; the first item is quoted with the line opening its list, and alone
