@@ -846,6 +846,11 @@ def _bullet_place(units: Sequence[_Unit], i: int) -> int | None:
 FIGURES = (IMAGE, CHART)
 # the field labels of a figure's description (`tasks.ingest.enrich.image_description`; its "图片" says what it is)
 _DESCRIPTION_LABEL = re.compile(r"(?:前文|后文|内容|数据)：|位于(?=「)")
+
+
+def _stated(unit: str, chunk_type: str) -> str:
+    """What a unit states: a figure's description without its field labels ("内容：卡通人物" states no "内容")."""
+    return _DESCRIPTION_LABEL.sub(" ", unit) if chunk_type in FIGURES else unit
 _ASKS_PICTURE = re.compile(r"\b(?:picture|image|photo|icon)s?\b|图片|图像|照片|插图", re.IGNORECASE)
 
 
@@ -1107,8 +1112,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             if is_heading:
                 headings_asked.add(len(units))
             restated = unit.endswith(("？", "?")) or unit.startswith(("问：", "问:", "Q:"))
-            # a figure's description is ours ("图片：…，位于「…」…内容：卡通人物"): its field labels say nothing ("的内容是什么")
-            said_text = _DESCRIPTION_LABEL.sub(" ", unit) if c.chunk.chunk_type in FIGURES else unit
+            said_text = _stated(unit, c.chunk.chunk_type)  # a figure's field labels say nothing ("的内容是什么")
             negated = negated_terms(said_text, q)  # "非住宅…" holds no "住宅" the question asks about
             unit_words = words(said_text) - {w for w in qw if terms(w) & negated} if negated else words(said_text)
             if setting:
@@ -1207,8 +1211,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             hit += CODE_BONUS
         if i in headings_asked:
             hit += HEADING_BONUS
-        # (a figure's description labels its alt text "内容：", which states no "内容" asked)
-        stated = _DESCRIPTION_LABEL.sub(" ", unit) if context.chunks[order].chunk.chunk_type in FIGURES else unit
+        stated = _stated(unit, context.chunks[order].chunk.chunk_type)  # ("内容：卡通人物" labels no "内容" asked)
         if labelled is not None and sentence and (labelled.search(stated) or _labels_part_of(stated, about)):
             hit += LABEL_BONUS
         if at_place:
