@@ -11,6 +11,9 @@ TEXT, HEADING, TABLE, IMAGE, CHART, EQUATION, LIST, CODE, INDEX = (
     "text", "heading", "table", "image", "chart", "equation", "list", "code", "index",
 )
 CHUNK_TYPES = (TEXT, HEADING, TABLE, IMAGE, CHART, EQUATION, LIST, CODE, INDEX)
+# the labels of a figure's semantic_content (tasks.ingest.enrich.image_description: "图片：…，位于「…」，第3页",
+# "前文：…", "内容：卡通人物"): its section, the text around it, its description and its data
+FIGURE_LOCATED, FIGURE_BEFORE, FIGURE_AFTER, FIGURE_DESCRIPTION, FIGURE_DATA = "位于", "前文", "后文", "内容", "数据"
 
 
 @dataclass

@@ -24,7 +24,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from schemas.chunk import CHART, TABLE, Chunk
+from schemas.chunk import (CHART, FIGURE_AFTER, FIGURE_BEFORE, FIGURE_DATA, FIGURE_DESCRIPTION, FIGURE_LOCATED,
+                           TABLE, Chunk)
 from schemas.settings import Settings
 from tasks.common.files import file_md5
 from tasks.ingest.headings import SEPARATOR
@@ -168,20 +169,20 @@ def image_description(chunk: Chunk, *, section_levels: int = 3) -> str:
     parts = _caption_parts(chunk)
     section = SEPARATOR.join(section_parts(chunk.section_path)[-section_levels:])
     if section:
-        parts.append(f"位于「{section}」")
+        parts.append(f"{FIGURE_LOCATED}「{section}」")
     parts.append(f"第{chunk.page_start}页")
     lines = [f"{label}：{'，'.join(parts)}"]
     if chunk.footnote.strip():
         lines.append(f"注：{chunk.footnote.strip()}")
     if chunk.context_before.strip():
-        lines.append(f"前文：{chunk.context_before.strip()}")
+        lines.append(f"{FIGURE_BEFORE}：{chunk.context_before.strip()}")
     if chunk.context_after.strip():
-        lines.append(f"后文：{chunk.context_after.strip()}")
+        lines.append(f"{FIGURE_AFTER}：{chunk.context_after.strip()}")
     if chunk.vlm_description.strip() and _norm(chunk.vlm_description) != _norm(chunk.caption):
-        lines.append(f"内容：{chunk.vlm_description.strip()}")
+        lines.append(f"{FIGURE_DESCRIPTION}：{chunk.vlm_description.strip()}")
     data = chunk.chart_markdown.strip("\n")  # not strip(): a leading empty header cell matters
     if data.strip():
-        lines.append(f"数据：\n{data}")
+        lines.append(f"{FIGURE_DATA}：\n{data}")
     return "\n".join(lines)
 
 

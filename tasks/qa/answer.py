@@ -34,7 +34,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from schemas.chunk import CHART, HEADING, IMAGE, INDEX, TABLE, TEXT
+from schemas.chunk import (CHART, FIGURE_AFTER, FIGURE_BEFORE, FIGURE_DATA, FIGURE_DESCRIPTION, FIGURE_LOCATED, HEADING,
+                           IMAGE, INDEX, TABLE, TEXT)
 from schemas.errors import LLMError
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, QAResult, Question
 from schemas.settings import Settings
@@ -844,8 +845,9 @@ def _bullet_place(units: Sequence[_Unit], i: int) -> int | None:
 
 
 FIGURES = (IMAGE, CHART)
-# the field labels of a figure's description (`tasks.ingest.enrich.image_description`; its "图片" says what it is)
-_DESCRIPTION_LABEL = re.compile(r"(?:前文|后文|内容|数据)：|位于(?=「)")
+# the field labels of a figure's description (schemas.chunk's FIGURE_*; its "图片" says what it is)
+_DESCRIPTION_LABEL = re.compile(f"(?:{FIGURE_BEFORE}|{FIGURE_AFTER}|{FIGURE_DESCRIPTION}|{FIGURE_DATA})："
+                                f"|{FIGURE_LOCATED}(?=「)")
 
 
 def _stated(unit: str, chunk_type: str) -> str:
@@ -1080,8 +1082,8 @@ def extractive_answer(question: str, context: Context, settings: Settings,
         quoted, lead = entries if entries is not None else table_notes(c.chunk) if cell is not None else \
             prose.get(c.chunk_id) or evidence_units(c.chunk, ordinal is not None), ""
         article, in_other_article = "", False
-        section = c.chunk.section_path.rsplit(" > ", 1)[-1]
-        section_named = bool(terms(section)) and terms(section) <= q
+        section = c.chunk.section_path.rsplit(" > ", 1)[-1] if ordinal is not None else ""
+        section_named = bool(terms(section)) and terms(section) <= q  # (only a place asked reads it)
         for pos, unit in enumerate(quoted):
             # a part after "；" is said in the setting its sentence's first part gives ("第三季度收入…至38.9
             # 亿元；毛利率同比-1.1 百分点至42.8%；"): it holds those words too
