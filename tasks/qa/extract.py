@@ -888,9 +888,12 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
             # a range's label is written out by its numbers, signs kept, whatever its symbols ("-15℃C≤T<-10℃"
             # as OCR read it, "-15℃≤T<-10℃" in the question; not "10°℃≤T<15℃")
             label_numbers = _signed_decimals(name)
+            # its unit apart, when a column is named too ("营业收入, in yuan, for the same period of the previous year"
+            # of "营业收入（元）"; not "净利润" alone, of "净利润(百万元)")
+            column_named = max(col_scores, default=0.0) > 0
             # (a label of the document's own name writes no row out, "CC-SAM" in the CC-SAM paper, but a path is
             # one: "zh_pdf/prc_constitution.pdf" names its row of a file list, whatever document it names)
-            written = (len(_plain(name)) >= 2 and _writes(writing, _plain(name))
+            written = (len(_plain(name)) >= 2 and _writes(writing, _plain(name), column_named)
                        and (bool(terms(name) - subject) or len(terms(name)) >= PATH_LABEL_TERMS)) or \
                 (len(label_numbers) >= 2 and label_numbers <= asked_numbers and not _HAS_LETTERS.search(name)
                  and _RANGE_SIGN.search(name) is not None) \
@@ -983,10 +986,16 @@ _GRADE = re.compile(r"^[a-z]{1,3}[0-9]|^[a-z]{2}a$")  # "ta12", "tc4eli"; "tca" 
 _NOT_ITSELF = re.compile(r"\b(?:not|rather than)\s+(?:the\s+)?\S+\s+itself\b|(?:不是|而非|并非)\S{1,20}?本身", re.IGNORECASE)
 
 
-def _writes(asked: str, label: str) -> bool:
+_UNIT_SUFFIX = re.compile(r"(?<=.{2})\([^()0-9]{1,6}\)$")  # "营业收入(元)" (`_plain`), "voltage(v)": the unit
+
+
+def _writes(asked: str, label: str, unit_apart: bool = False) -> bool:
     """Whether the question (`_plain`, spaces gone) writes the label out, not as the start of a longer one
     with a dash ("TA12" of "TA12-1"), a grade as OCR may have read it ("TA7E1I" for "TA7ELI", "TCA" for
-    "TC4")."""
+    "TC4"); with `unit_apart`, its bracketed unit may be left out ("营业收入" of "营业收入（元）")."""
+    unit = _UNIT_SUFFIX.search(label) if unit_apart else None
+    if unit and _writes(asked, label[:unit.start()]):
+        return True
     if not label[-1:].isascii() or not label[-1:].isalnum():
         return label in asked
     if (_HAS_DIGIT.search(label) and re.search(r"[a-z]", label)) or _GRADE.match(label):

@@ -67,6 +67,19 @@ def test_a_change_against_a_base_takes_the_column_comparing_with_it(tables):
         == "10,227,984,000.00"
 
 
+def test_a_label_written_without_its_unit_names_its_row_when_a_column_is_named(tables):
+    # "营业收入（元）": the question writes "营业收入" and says the unit its own way; naming the column too, the row
+    # is the one written out (else the income statement's "营业收入 | 2025年1-3月" outranks it)
+    data = table_with(tables["byd_2025q1_quarterly_report"], "本报告期比上年同期增减")
+    question = ("In the key accounting data table of BYD's Q1 2025 report, what operating revenue (营业收入, in yuan) "
+                "is shown for the same period of the previous year?")
+    cell = table_cell(question, data.content, glosses="营业 收入 上年 同期")
+    assert (cell.label, cell.header, cell.value, cell.written) == \
+        ("营业收入（元）", "上年同期", "124,944,397,000.00", True)
+    # no column named: the label without its unit writes no row out ("净利润" of a broker's "净利润(百万元)")
+    assert not table_cell("比亚迪一季报的营业收入情况如何？", data.content).written
+
+
 @pytest.fixture(scope="module")
 def alloy_table(tmp_path_factory):
     """GB/T 3620.1's table 1 (continued), a page printed sideways, as the OCR backend writes it."""
