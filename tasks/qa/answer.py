@@ -44,7 +44,7 @@ from tasks.qa.context import ASKS_CONTENTS, ASKS_DOCUMENT_TITLE, COVER_CHUNKS, C
 from tasks.qa.extract import (COUNT_WORDS, LAST, ORDINAL_WORDS, answers_what_is_asked, focus, form_lines,
                               labelled_rows, negated_terms, ordinal_number, scope_only_terms, scope_parts,
                               shortest_clause, table_cell, terms, without_scope)
-from tasks.qa.filters import file_lists
+from tasks.qa.filters import file_lists, table_number, tables_asked
 from tasks.common.text import bigram_hit_rate, bigrams, clean_text, tokenize
 from tasks.qa.gloss import chinese_numeral, english_glosses, gloss_terms, headwords, sense_stems, stem, translatable
 from tasks.qa.types import Retrieval, evidence_text
@@ -600,23 +600,6 @@ def _script_asked(question: str) -> Callable[[str], bool] | None:
 
 
 OTHER_ARTICLE_SHARE = 0.5  # of its score, for a unit of an article (a table) other than the one the question names
-# a table's or a chart's number: tables and charts are numbered apart ("图表 1" is no "表格 1")
-_TABLE_NUMBER = re.compile(r"(\btable|\bchart|图表|表格?)\s*([A-Z]?(?:\s*\.\s*)?[0-9]+(?:\s*[.\-]\s*[0-9]+)?)",
-                           re.IGNORECASE)
-_CHARTS = ("chart", "图表")
-
-
-def _numbered(m: re.Match[str]) -> tuple[bool, str]:
-    return m.group(1).lower() in _CHARTS, m.group(2).replace(" ", "")
-
-
-def _table_number(caption: str | None) -> tuple[bool, str] | None:
-    """(a chart?, the number) a table's or chart's caption opens with ("Table 4. Open long-tail …" → "4", "表 B.1 …"
-    → "B.1", "图表 2" → a chart's "2"), or None."""
-    m = _TABLE_NUMBER.match((caption or "").strip())
-    return _numbered(m) if m else None
-
-
 # a code the question writes ("SF4", "TA33"): a short line writing it out whole (not "SF14") labels what is asked
 _WRITTEN_CODE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2,5}[0-9]{1,3}(?![A-Za-z0-9])")
 CODE_BONUS = 0.2
@@ -1023,9 +1006,9 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     # OTHER_ARTICLE_SHARE (第二百三十四条 holds the terms of 二百三十 too)
     asked_articles, other_articles = frozenset(articles_asked(question)), set()
     # so does a table of another number than the one named ("Table 4", not the Table 3 ranked first)
-    asked_tables = frozenset(_numbered(m) for m in _TABLE_NUMBER.finditer(question))
+    asked_tables = tables_asked(question)
     other_tables = {order for order, c in enumerate(context.chunks) if asked_tables and c.chunk.chunk_type in GRIDS
-                    and _table_number(c.chunk.caption) not in asked_tables | {None}}
+                    and table_number(c.chunk.caption) not in asked_tables | {None}}
     symbols = symbols_asked(question)
     # (the chunk whose heading the question writes out, when it asks the n-th paragraph under it)
     under_heading = _heading_written(question, context) \

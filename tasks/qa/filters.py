@@ -73,6 +73,28 @@ def _name(source: str) -> str:
     return document_name(source).lower()
 
 
+# a table's or a chart's number: tables and charts are numbered apart ("图表 1" is no "表格 1")
+_TABLE_NUMBER = re.compile(r"(\btable|\bchart|图表|表格?)\s*([A-Z]?(?:\s*\.\s*)?[0-9]+(?:\s*[.\-]\s*[0-9]+)?)",
+                           re.IGNORECASE)
+_CHARTS = ("chart", "图表")
+
+
+def _numbered(m: re.Match[str]) -> tuple[bool, str]:
+    return m.group(1).lower() in _CHARTS, m.group(2).replace(" ", "")
+
+
+def table_number(caption: str | None) -> tuple[bool, str] | None:
+    """(a chart?, the number) a table's or chart's caption opens with ("Table 4. Open long-tail …" → "4", "表 B.1 …"
+    → "B.1", "图表 2" → a chart's "2"), or None."""
+    m = _TABLE_NUMBER.match((caption or "").strip())
+    return _numbered(m) if m else None
+
+
+def tables_asked(question: str) -> frozenset[tuple[bool, str]]:
+    """The tables and charts the question names by number, as `table_number` reads a caption."""
+    return frozenset(_numbered(m) for m in _TABLE_NUMBER.finditer(question))
+
+
 def catalogues_last(question: str, cands: Sequence[Candidate]) -> list[Candidate]:
     """The candidates with a catalogue of the corpus (a chunk holding the file names of
     CATALOGUE_MIN_NAMES or more other candidates' documents: a SOURCES.md, a manifest, an index
@@ -174,10 +196,12 @@ def jaccard_rows(token_lists: Sequence[Sequence[str]] | None = None, *,
     return row
 
 
-def mmr_order(relevance: Sequence[float], similarity: Callable[[int], np.ndarray], k: int, lam: float) -> list[int]:
+def mmr_order(relevance: Sequence[float], similarity: Callable[[int], np.ndarray], k: int, lam: float,
+              first: Sequence[int] = ()) -> list[int]:
     """Maximal marginal relevance: indices of up to k items, each maximizing
     lam · relevance − (1 − lam) · (max similarity to those already chosen); `similarity(i)` is item
-    i's similarity to every item. Relevance is scaled by its maximum so lam means the same on every scale."""
+    i's similarity to every item. Relevance is scaled by its maximum so lam means the same on every scale.
+    The items `first` are chosen before any (at most k of them)."""
     rel = np.asarray(relevance, dtype=np.float64)
     n = len(rel)
     if n == 0 or k <= 0:
@@ -187,7 +211,11 @@ def mmr_order(relevance: Sequence[float], similarity: Callable[[int], np.ndarray
     chosen: list[int] = []
     max_sim = np.zeros(n)
     free = np.ones(n, dtype=bool)
-    for _ in range(min(k, n)):
+    for best in list(dict.fromkeys(first))[:k]:
+        chosen.append(best)
+        free[best] = False
+        max_sim = np.maximum(max_sim, similarity(best))
+    for _ in range(min(k, n) - len(chosen)):
         gain = np.where(free, lam * rel - (1 - lam) * max_sim, -np.inf)
         best = int(np.argmax(gain))  # ties → the earlier (better fused) candidate
         chosen.append(best)
@@ -196,17 +224,21 @@ def mmr_order(relevance: Sequence[float], similarity: Callable[[int], np.ndarray
     return chosen
 
 
-def mmr(cands: Sequence[Candidate], k: int, lam: float, term_ids=None) -> list[Candidate]:
+def mmr(cands: Sequence[Candidate], k: int, lam: float, term_ids=None, question: str = "") -> list[Candidate]:
     """MMR de-duplication with Jaccard over BM25 terms (seed 000 §11 MMR_USE_EMBEDDING=false).
     MMR decides which k candidates survive; they keep their fused order (the reranker, or the
     answerer, sees the most relevant first). `term_ids(candidates)`: their `term_id_sets`, when
-    the caller keeps them (the retriever does, per chunk, for a run)."""
+    the caller keeps them (the retriever does, per chunk, for a run). A table or chart the question
+    names by its number ("图表 1") survives whatever it shares with another ("图表 2" of its document, a copy
+    of it elsewhere): its numbers and headers are alike, what it says is not."""
     if len(cands) <= k:
         return list(cands)
     sim = jaccard_rows([c.chunk.tokens if c.chunk else [] for c in cands]) if term_ids is None \
         else jaccard_rows(term_ids=term_ids(cands))
+    asked = tables_asked(question) if question else frozenset()
+    named = [i for i, c in enumerate(cands) if asked and c.chunk and table_number(c.chunk.caption) in asked]
     # selection only: on rgb_zh_refine_dev (bench/retrieval.py) MMR's own order cost 2.4 points of hit@5
-    keep = sorted(mmr_order([c.score for c in cands], sim, k, lam))
+    keep = sorted(mmr_order([c.score for c in cands], sim, k, lam, first=named))
     return [cands[i] for i in keep]
 
 

@@ -276,7 +276,7 @@ class Retriever:
             bm25_top = [c for c in bm25_top if within(c)]
         if s.retrieval.mmr_enabled:
             lam = s.retrieval.enum_query_mmr_lambda if is_enum_query(r.question) else s.retrieval.mmr_lambda
-            cands = mmr(cands, mmr_k, lam, term_ids=self._term_ids)
+            cands = mmr(cands, mmr_k, lam, term_ids=self._term_ids, question=r.question)
         else:
             cands = cands[:mmr_k]
         r.trace("mmr", cands)

@@ -83,6 +83,22 @@ def test_mmr_drops_near_duplicates_and_keeps_fused_order():
     assert is_enum_query("安全检查包括哪些方面？") and not is_enum_query("清川市的水价是多少？")
 
 
+def test_mmr_keeps_the_table_or_chart_the_question_names_by_number():
+    # the procurement contract's 图表 1 and 图表 2 share their series and numbers: MMR read the one the question
+    # names as the other's duplicate and dropped it, whatever its rank
+    series = "series 4 5 8 2.4 2.5 4.3".split()
+    cands = [cand("chart2", 1.0, tokens=series, chunk_type="chart"),
+             cand("chart1", 0.9, tokens=series, chunk_type="chart"),
+             cand("text", 0.5, tokens=["甲"]), cand("other", 0.4, tokens=["乙"])]
+    cands[0].chunk.caption, cands[1].chunk.caption = "图表 2", "图表 1"
+    question = "In the procurement contract, chart 1 (图表 1) plots Series 4, 5 and 8; what is its Series 4 value?"
+    assert [c.chunk_id for c in mmr(cands, 3, 0.5)] == ["chart2", "text", "other"]
+    assert [c.chunk_id for c in mmr(cands, 3, 0.5, question=question)] == ["chart1", "text", "other"]
+    # a table numbered alike is no chart ("表格 1" of "图表 1"), and a question naming none changes nothing
+    assert [c.chunk_id for c in mmr(cands, 3, 0.5, question="表格 1 的 Series 4 是多少？")] == ["chart2", "text", "other"]
+    assert mmr(cands, 3, 0.5, question="Series 4 是多少？") == mmr(cands, 3, 0.5)
+
+
 def test_jaccard_rows_from_tokens_and_from_kept_term_ids_are_set_jaccard():
     rng = random.Random(3)
     words = [f"w{i}" for i in range(40)]
