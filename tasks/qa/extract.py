@@ -1058,9 +1058,10 @@ def shortest_clause(question: str, sentence: str) -> str:
 
 
 _ASKED_AT = re.compile(r"是多少|多少|是几|几[个年月天日次岁人项条种周倍]|是什么|什么|是哪|哪[一个些家年天]|是谁|谁|何时|多大|多长|是否")
-# "What is the weight of the cell?" → "weight"
-_ASKED_EN = re.compile(r"\s*(?:what|which|who)\s+(?:is|are|was|were)\s+(?:the\s+|an?\s+)?(.+?)\s+(?:of|for|in|on|at|that|when)\b",
-                       re.IGNORECASE)
+# "What is the weight of the cell?" → "weight"; after a clause ("…, chart 1 plots Series 4, Series 5 and Series 8
+# without category labels; what is the Series 5 value in the third data row?" → "Series 5 value")
+_ASKED_EN = re.compile(r"(?:^|(?<=[;,:]))\s*(?:what|which|who)\s+(?:is|are|was|were)\s+(?:the\s+|an?\s+)?(.+?)\s+"
+                       r"(?:of|for|in|on|at|that|when)\b", re.IGNORECASE)
 # "What dividend yield does the broker report …", "…, what F-measure does IEM get …": the X of "what X does"
 _ASKED_DOES = re.compile(r"\bwhat\s+((?:[\w'’-]+\s+){0,5}?[\w'’-]+)\s+(?:does|did|do)\b", re.IGNORECASE)
 _FOCUS_START = re.compile(r".*[的，,、：:；;。？?]|.*中|.*里")
@@ -1077,7 +1078,7 @@ def focus(question: str) -> str:
     an opening asking word ("哪一年…"); in English, X of "What is the X of …", of "what X does …" or of
     "what does X stand for" ("" for other forms)."""
     question = question or ""
-    english = _ASKED_EN.match(question) or _STANDS_FOR.search(question) or _ASKED_DOES.search(question)
+    english = _ASKED_EN.search(question) or _STANDS_FOR.search(question) or _ASKED_DOES.search(question)
     if english:
         return english.group(1).strip()
     m = _ASKED_AT.search(question)

@@ -267,6 +267,9 @@ def test_focus_is_what_stands_before_the_asking_word():
     assert focus("比亚迪2025年一季报中的主管会计工作负责人是谁？") == "主管会计工作负责人"
     assert focus("工会主席的工作职责是什么？") == "工作职责"
     assert focus("What is the weight of the cell?") == "weight"
+    # after a clause setting the scene: the procurement chart's three series, one asked
+    assert focus("In the procurement contract, chart 1 plots Series 4, Series 5 and Series 8 without category "
+                 "labels; what is the Series 5 value in the third data row?") == "Series 5 value"
     assert focus("How many calories per portion do berries have?") == ""
     assert focus("征求意见稿的缩略语中，PSA指的是什么？") == focus("PSA是指什么？") == "PSA"
     # an abbreviation asked what it stands for is what is asked about: its glossary line answers
