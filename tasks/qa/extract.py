@@ -741,6 +741,84 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
     return _cell(question, content, subject, glosses, frozenset(stated))
 
 
+# a matrix of marks ("×" where a row's item takes from a column's): asked which row or column is marked at
+# exactly the items the question lists ("which receiving safety factor takes input from exactly SF1, SF5 and SF11",
+# "恰好只从SF1、SF2、SF6…接受输入"), or at all the others ("provides input to all 13 other safety factors")
+_MARKS = frozenset("×✓√✔●Xx")
+_ASKS_EXACTLY = re.compile(r"\bexactly\b|\bonly\b|恰好|只[从有对向给]|仅", re.IGNORECASE)
+_ASKS_ALL_OTHERS = re.compile(r"\ball\s+(?:[0-9]+\s+)?(?:of\s+the\s+)?other|\bevery other\b|其余全部|其他全部|其余所有|其他所有",
+                              re.IGNORECASE)
+_EXCEPT = re.compile(r"\bexcept\b|\bbut one\b|除了?|以外|之外", re.IGNORECASE)
+# or the one item an item is not marked at ("SF1 provides input to every other … except one. Which one?")
+_ASKS_EXCEPT_ONE = re.compile(r"\bexcept (?:for )?one\b|\bbut one\b|除了?一个|只有一个", re.IGNORECASE)
+MIN_MATRIX_ITEMS = 3
+
+
+def _matrix(rows: list[tuple[list[str], bool]]) -> tuple[str, str, dict[str, set[str]], dict[str, set[str]]] | None:
+    """A table of marks as (its rows' group label, its columns' group label, each row label's marked column
+    headers, each column header's marked row labels), or None: a header row of distinct items over rows each
+    labelled right before the columns of those items, every cell under them a mark or blank."""
+    for h in range(len(rows) - 1, -1, -1):
+        header = rows[h][0]
+        columns = [j for j, cell in enumerate(header) if cell and cell not in _MARKS and not _NUMBER_CELL.match(cell)]
+        data = [row for row, _ in rows[h + 1:]]
+        if len(columns) < MIN_MATRIX_ITEMS or len({header[j] for j in columns}) < len(columns) or not data \
+                or columns[0] == 0 or any(len(row) <= columns[-1] for row in data):
+            continue
+        k = columns[0] - 1  # the labels' column
+        cells = [row[j] for row in data for j in columns]
+        if any(cell and cell not in _MARKS for cell in cells) or not any(cells) \
+                or any(not row[k] for row in data):
+            return None
+        marked = {row[k]: {header[j] for j in columns if row[j]} for row in data}
+        by_column = {header[j]: {row[k] for row in data if row[j]} for j in columns}
+        row_group = next((row[k - 1] for row in data if k > 0 and row[k - 1]), "")
+        column_group = next((above[columns[0]] for above, _ in rows[:h] if len(above) > columns[0]), "")
+        return row_group, column_group, marked, by_column
+    return None
+
+
+def _matrix_cell(question: str, rows: list[tuple[list[str], bool]], q: frozenset[str]) -> Cell | None:
+    """The row or column of a table of marks (`_matrix`) marked at exactly the items the question writes out, or at
+    every other item, as a cell: its label, what it is marked at; or the one item the item written out is not marked
+    at. When a row and a column both are, the one whose group label the question's terms (`q`, glosses too) name
+    more ("接受输入的安全要素": a row); None when that leaves more than one."""
+    except_one = bool(_ASKS_EXCEPT_ONE.search(question))
+    exactly, all_others = bool(_ASKS_EXACTLY.search(question)), bool(_ASKS_ALL_OTHERS.search(question))
+    if not (exactly or all_others or except_one) or (_EXCEPT.search(question) and not except_one):
+        return None
+    found = _matrix(rows)
+    if found is None:
+        return None
+    row_group, column_group, marked, by_column = found
+    asked = unicodedata.normalize("NFKC", question).lower()  # (spaces kept: "exactly SF1, SF3 and SF11")
+    written = {item for item in (*marked, *by_column)
+               if re.search(rf"(?<![a-z0-9]){re.escape(_plain(item))}(?![a-z0-9])", asked)}
+    hits = []
+    for group, other, lines, others in ((row_group, column_group, marked, set(by_column)),
+                                        (column_group, row_group, by_column, set(marked))):
+        for label, items in lines.items():
+            if except_one:
+                missing = others - items - {label}
+                if written == {label} and len(missing) == 1:  # the one item is on the other axis
+                    hits.append((named(group, set(q)), other, f"{group} {label}", missing.pop(), {"—"}))
+                continue
+            every_other = items == others - {label} and label not in written
+            if items and (items == written - {label} if exactly else every_other):
+                hits.append((named(group, set(q)), group, other, label, items))
+    best = max((hit[0] for hit in hits), default=0.0)
+    top = [hit for hit in hits if hit[0] == best]
+    if len(top) != 1:
+        return None
+    _, group, other, label, items = top[0]
+    return Cell(f"{group} {label}".strip(), other, "、".join(sorted(items, key=_natural)), 1.0 + best, 1.0, True)
+
+
+def _natural(item: str) -> tuple:
+    """"SF2" before "SF10"."""
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"([0-9]+)", item))
+
+
 def _conditions(question: str, rows: list[tuple[list[str], bool]], subject: frozenset[str]) -> set[str]:
     """The numbers the question states as values (not one naming the document, "SVOLT 196Ah", a table or
     figure, "图表 2", or a row or column, "Category 7", "Series 5"): a row's condition."""
@@ -764,6 +842,9 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
     wants_words = answers_what_is_asked(question) is None and not ratio and not numbering_asked
     best: tuple[float, Cell] | None = None
     rows = _rows(content)
+    matrix = _matrix_cell(question, rows, terms(f"{question} {glosses}"))
+    if matrix is not None:
+        return matrix
     asked, asked_about = _plain(question), _plain(focus(question))
     # a label the question sets apart writes no row out ("TA24-1, not TA24 itself", "不是TA24本身")
     writing = _plain(_NOT_ITSELF.sub(" ", question))

@@ -81,6 +81,35 @@ def test_a_label_written_without_its_unit_names_its_row_when_a_column_is_named(t
 
 
 @pytest.fixture(scope="module")
+def correlation_matrix(tmp_path_factory):
+    # NB/T PSR part 1's Appendix A: "×" where a receiving safety factor (row) takes input from a providing one (column)
+    from schemas.settings import load_settings
+
+    chunks = chunks_of("nbt_npp_psr_part1_custom_headings", load_settings(tmp_path_factory.mktemp("matrix_home")))
+    return table_with(tables_of(chunks), "接受输入的安全要素").content
+
+
+def test_a_matrix_of_marks_answers_which_row_or_column_is_marked_at_the_items_asked(correlation_matrix):
+    def asked(question, glosses=""):
+        cell = table_cell(question, correlation_matrix, glosses=glosses)
+        return cell.label, cell.value
+
+    # exactly the items listed: a column (its rows SF1, SF3 …), a row (its columns)
+    assert asked("In Appendix A, which providing safety factor supplies input to exactly SF1, SF3, SF5, SF6, SF7 "
+                 "and SF11?", glosses="提供 输入 安全 要素") == ("提供输入的安全要素 SF13", "SF1、SF3、SF5、SF6、SF7、SF11")
+    assert asked("附录A中，哪个接受输入的安全要素只从SF1、SF10、SF11和SF14接受输入？") == \
+        ("接受输入的安全要素 SF9", "SF1、SF10、SF11、SF14")
+    # all the others: row SF11 and column SF9 both are; the group the question names decides
+    assert asked("附录A中，哪一个接受输入的安全要素从其余全部13个安全要素都接受输入？")[0] == "接受输入的安全要素 SF11"
+    assert asked("附录A中，哪个安全要素向其余全部13个安全要素提供输入？")[0] == "提供输入的安全要素 SF9"
+    # the one item SF1 is not marked at: column SF1 leaves out SF10 alone (row SF1 leaves out two)
+    assert asked("In Appendix A, SF1 provides input to every other receiving safety factor except one. Which one?",
+                 glosses="提供 输入 接受 安全 要素")[0] == "接受输入的安全要素 SF10"
+    # no row or column marked at exactly these: an ordinary cell, not a list of marks
+    assert "、" not in asked("附录A中，哪个接受输入的安全要素只从SF1和SF2接受输入？")[1]
+
+
+@pytest.fixture(scope="module")
 def alloy_table(tmp_path_factory):
     """GB/T 3620.1's table 1 (continued), a page printed sideways, as the OCR backend writes it."""
     from tasks.ingest.parse import ocr
