@@ -616,6 +616,28 @@ def _codes_written(question: str) -> re.Pattern | None:
 _ITEM_LABEL = re.compile(r"(?:^|[（(][一二三四五六七八九十0-9]{1,3}[)）])\s*([^:：，。；;、\s（()）]{3,20})\s*[:：]\s*\S")
 
 
+# a numbered item's label: "3、销售费用率: 预计 2024-2026 年…", "（二）第二顺序:…"
+_LIST_LABEL = re.compile(r"^\s*(?:[0-9]{1,2}[、.．]|[（(][一二三四五六七八九十0-9]{1,3}[)）])\s*([^:：，。；;、\s]{2,12})\s*[:：]\s*\S")
+_YEAR_ASKED = re.compile(r"(?<![0-9])(?:19|20)[0-9]{2}(?![0-9])")
+_YEAR_RANGE = re.compile(r"(?<![0-9])((?:19|20)[0-9]{2})\s*[-–—~至到]\s*((?:19|20)[0-9]{2})(?![0-9])")
+LABEL_NAMED_SHARE = 0.6  # of a label's terms the question (its glosses too) holds: it names the label
+
+
+def _label_named(unit: str, q: frozenset[str], naming: frozenset[str], years: Sequence[str]) -> bool:
+    """Whether the unit is a numbered item whose label the question names ("selling expense ratios" of
+    "3、销售费用率: …"): the item says what is asked, not one of the items beside it that mention it. Not by the
+    words naming the document ("1. ucasthesis: …"), not a file's name ("3. artratex.sty: …"), nor an item lacking
+    a year the question asks (the 2024–2026 forecast of "毛利率" asked for 2022)."""
+    m = _LIST_LABEL.match(unit)
+    own = terms(m.group(1)) - naming if m and "." not in m.group(1) else frozenset()
+    if not own or len(own & q) < LABEL_NAMED_SHARE * len(own):
+        return False
+    held = {int(y) for y in _YEAR_ASKED.findall(unit)}
+    for first, last in _YEAR_RANGE.findall(unit):  # "2024-2026" holds 2025
+        held.update(range(int(first), int(last) + 1))
+    return all(int(y) in held for y in years)
+
+
 def _labels_part_of(unit: str, about: str) -> bool:
     """Whether the unit states, as "label: value", a part of what the question asks about (the "第二顺序" of
     "第二顺序继承人包括哪些人")."""
@@ -1153,6 +1175,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     aside = _set_aside(question, context)
     in_script = _script_asked(question)
     codes = _codes_written(question)
+    asked_years = _YEAR_ASKED.findall(question)
     scored = []
     for i, (found, found_words, bonus, credit, order, pos, unit, chunk_id, sentence, translated, cell, said,
             said_words) in enumerate(units):
@@ -1197,7 +1220,8 @@ def extractive_answer(question: str, context: Context, settings: Settings,
         if i in headings_asked:
             hit += HEADING_BONUS
         stated = _stated(unit, context.chunks[order].chunk.chunk_type)  # ("内容：卡通人物" labels no "内容" asked)
-        if labelled is not None and sentence and (labelled.search(stated) or _labels_part_of(stated, about)):
+        if sentence and (labelled is not None and (labelled.search(stated) or _labels_part_of(stated, about))
+                         or _label_named(stated, q, naming_only, asked_years)):
             hit += LABEL_BONUS
         if at_place:
             hit += ORDINAL_BONUS

@@ -12,9 +12,9 @@ from schemas.chunk import Chunk
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, RRF
 from schemas.settings import Settings
 from tasks.qa.answer import (CELL_BONUS, CONFIDENCE_LOW, CONFIDENCE_MID, LAST, NOT_FOUND, SYSTEM_PROMPT, Answerer,
-                          _enumerates, _heading_written, _line_at, _subject_terms, _table_unit, build_messages,
-                          confidence, confidence_instruction, cosine_floor, evidence_units, extractive_answer,
-                          grade_evidence, sentences, validate_citations)
+                          _enumerates, _heading_written, _label_named, _line_at, _subject_terms, _table_unit,
+                          build_messages, confidence, confidence_instruction, cosine_floor, evidence_units,
+                          extractive_answer, grade_evidence, sentences, validate_citations)
 from tasks.qa.context import ASKS_DOCUMENT_TITLE, Context, build_context
 from tasks.qa.extract import answers_what_is_asked, document_scope, negated_terms, scope_parts, terms
 from tasks.common.llm import ChatClient
@@ -1079,3 +1079,22 @@ def test_a_question_asking_a_code_adds_the_unit_writing_one():
     assert not answers_what_is_asked(question)("——第11部分：设备合格鉴定；")
     assert answers_what_is_asked("Under the PRC Civil Code, within how long may he not sue?")("终止妊娠后六个月内")
     assert answers_what_is_asked("比亚迪2025年第一季度报告的公告编号是多少？")("公告编号：2025-035")
+
+
+def test_a_numbered_item_whose_label_the_question_names_answers_it():
+    # the broker report's forecast revision as landed: the sentence on net profit says 预测, 前值, 亿元 and 收入
+    # as well, but the item labelled with what is asked ("1、收入:") answers
+    note = _chunk("broker.pdf_16", "盈利预测调整说明\n预计 2024-2026 年归母净利润分别为 24.0/27.6/30.0 亿元（前值为 "
+                  "28.5/32.7/36.2亿元），同比-18.8%/+15.3%/+8.6%，盈利预测下调的主要原因说明:1）收入端受今年宏观消费环境疲软"
+                  "影响，线下客流量减少。具体调整细节如下:\n1、收入: 预计 2024-2026 年收入分别为 210.2/227.8/246.0 亿元 （前值"
+                  "为220.2/247.7/275.3 亿元），同比-2.4%/+8.3%/+8.0%。", kind="text")
+    answer = extractive_answer("服装企业研报下调盈利预测前，对2024-2026年收入的前值预测分别是多少亿元？",
+                               _context((note, 0.9)), S).text
+    assert "220.2/247.7/275.3" in answer, answer
+    # not an item lacking the year asked (2022 of a 2024–2026 forecast; 2025 it holds), nor one labelled by the
+    # words naming the document or by a file's name
+    item = "1、收入: 预计 2024-2026 年收入分别为 210.2/227.8/246.0 亿元"
+    asked = terms("服装企业研报对收入的预测是多少亿元？")
+    assert _label_named(item, asked, frozenset(), ["2025"]) and not _label_named(item, asked, frozenset(), ["2022"])
+    assert not _label_named(item, asked, frozenset({"收入"}), [])
+    assert not _label_named("3. artratex.sty: 常用宏包及文档设定", terms("修改artratex.sty中哪个计数器"), frozenset(), [])
