@@ -606,6 +606,16 @@ CODE_BONUS = 0.2
 CODE_LINE_CHARS = 40  # a line this short writing a code out labels it ("4. 老化（SF4）"); a sentence may cite it
 
 
+# a section's number the question writes ("section 2.1.4", "5.3.1条"): a unit opening with it is that section's
+# heading or its contents entry ("2.1.4 Database Information function: QIBM_DB_SYSMON 9")
+_SECTION_WRITTEN = re.compile(r"(?<![0-9.])[0-9]{1,2}(?:\.[0-9]{1,2}){2,3}(?![0-9.])")
+
+
+def _sections_written(question: str) -> re.Pattern | None:
+    numbers = list(dict.fromkeys(_SECTION_WRITTEN.findall(question)))
+    return re.compile(rf"^\s*(?:{'|'.join(re.escape(n) for n in numbers)})(?![0-9.])") if numbers else None
+
+
 def _codes_written(question: str) -> re.Pattern | None:
     """What finds in a unit the codes the question writes, whole; None when it writes none."""
     codes = list(dict.fromkeys(_WRITTEN_CODE.findall(question)))
@@ -1174,7 +1184,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     after_anchor = _after_anchor(question, units)
     aside = _set_aside(question, context)
     in_script = _script_asked(question)
-    codes = _codes_written(question)
+    codes, sections = _codes_written(question), _sections_written(question)
     asked_years = _YEAR_ASKED.findall(question)
     scored = []
     for i, (found, found_words, bonus, credit, order, pos, unit, chunk_id, sentence, translated, cell, said,
@@ -1215,7 +1225,8 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             hit *= OTHER_SCRIPT_SHARE
         if i in other_articles or order in other_tables:
             hit *= OTHER_ARTICLE_SHARE
-        if codes is not None and len(unit) <= CODE_LINE_CHARS and codes.search(unit):
+        if codes is not None and len(unit) <= CODE_LINE_CHARS and codes.search(unit) \
+                or sections is not None and sections.match(unit):
             hit += CODE_BONUS
         if i in headings_asked:
             hit += HEADING_BONUS

@@ -12,8 +12,8 @@ from schemas.chunk import Chunk
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, RRF
 from schemas.settings import Settings
 from tasks.qa.answer import (CELL_BONUS, CONFIDENCE_LOW, CONFIDENCE_MID, LAST, NOT_FOUND, SYSTEM_PROMPT, Answerer,
-                          _enumerates, _heading_written, _label_named, _line_at, _subject_terms, _table_unit,
-                          build_messages, confidence, confidence_instruction, cosine_floor, evidence_units,
+                          _enumerates, _heading_written, _label_named, _line_at, _sections_written, _subject_terms,
+                          _table_unit, build_messages, confidence, confidence_instruction, cosine_floor, evidence_units,
                           extractive_answer, grade_evidence, sentences, validate_citations)
 from tasks.qa.context import ASKS_DOCUMENT_TITLE, Context, build_context
 from tasks.qa.extract import answers_what_is_asked, document_scope, negated_terms, scope_parts, terms
@@ -1098,3 +1098,25 @@ def test_a_numbered_item_whose_label_the_question_names_answers_it():
     assert _label_named(item, asked, frozenset(), ["2025"]) and not _label_named(item, asked, frozenset(), ["2022"])
     assert not _label_named(item, asked, frozenset({"收入"}), [])
     assert not _label_named("3. artratex.sty: 常用宏包及文档设定", terms("修改artratex.sty中哪个计数器"), frozenset(), [])
+
+
+def test_a_unit_opening_with_the_section_number_asked_is_that_sections_entry():
+    # the Redpaper's contents (as landed: an index chunk) name each function usage ID by its section; the sentence on
+    # the RCAC administrator shares "Administrator", "function", "usage" and "ID" with the question too
+    dots = " ." * 20
+    contents = _chunk("redp5110.pdf_4", "\n".join(f"{line}{dots} {page}" for line, page in (
+        ("2.1 Roles", 8), ("2.1.1 DDM and DRDA application server access: QIBM_DB_DDMDRDA", 8),
+        ("2.1.2 Toolbox application server access: QIBM_DB_ZDA", 8),
+        ("2.1.3 Database Administrator function: QIBM_DB_SQLADM", 9),
+        ("2.1.4 Database Information function: QIBM_DB_SYSMON", 9),
+        ("2.1.5 Security Administrator function: QIBM_DB_SECADM", 9))), kind="index")
+    prose = _chunk("redp5110.pdf_40", "A preferred practice is that the RCAC administrator has the QIBM_DB_SECADM "
+                   "function usage ID, but absolutely no other data privileges.", kind="text")
+    ctx = _context((prose, 0.9), (contents, 0.8))
+    question = ("According to the table of contents of IBM Redpaper REDP-5110, which function usage ID goes with the "
+                "Database Administrator function (section 2.1.3)?")
+    assert "QIBM_DB_SQLADM" in extractive_answer(question, ctx, S).text
+    # a longer number ("2.1.35") is another section's
+    assert _sections_written("see section 2.1.3").match("2.1.3 Database") is not None
+    assert _sections_written("see section 2.1.3").match("2.1.35 Other") is None
+    assert _sections_written("Which function usage ID goes with Database Administrator?") is None
