@@ -630,7 +630,8 @@ _ITEM_LABEL = re.compile(r"(?:^|[（(][一二三四五六七八九十0-9]{1,3}[)
 _LIST_LABEL = re.compile(r"^\s*(?:[0-9]{1,2}[、.．]|[（(][一二三四五六七八九十0-9]{1,3}[)）])\s*([^:：，。；;、\s]{2,12})\s*[:：]\s*\S")
 _YEAR_ASKED = re.compile(r"(?<![0-9])(?:19|20)[0-9]{2}(?![0-9])")
 _YEAR_RANGE = re.compile(r"(?<![0-9])((?:19|20)[0-9]{2})\s*[-–—~至到]\s*((?:19|20)[0-9]{2})(?![0-9])")
-LABEL_NAMED_SHARE = 0.5  # of a label's terms the question (its glosses too) holds: it names the label (0.4–0.5 alike, 0.6 +1 less)
+# of a label's terms the question (its glosses too) holds: it names the label (0.4 and 0.5 alike, 0.6 one answer less)
+LABEL_NAMED_SHARE = 0.5
 
 
 def _label_named(unit: str, q: frozenset[str], naming: frozenset[str], years: Sequence[str]) -> bool:
