@@ -628,7 +628,7 @@ _ITEM_LABEL = re.compile(r"(?:^|[（(][一二三四五六七八九十0-9]{1,3}[)
 
 # a numbered item's label: "3、销售费用率: 预计 2024-2026 年…", "（二）第二顺序:…"
 _LIST_LABEL = re.compile(r"^\s*(?:[0-9]{1,2}[、.．]|[（(][一二三四五六七八九十0-9]{1,3}[)）])\s*([^:：，。；;、\s]{2,12})\s*[:：]\s*\S")
-_YEAR_ASKED = re.compile(r"(?<![0-9])(?:19|20)[0-9]{2}(?![0-9])")
+_YEAR_WRITTEN = re.compile(r"(?<![0-9])(?:19|20)[0-9]{2}(?![0-9])")
 _YEAR_RANGE = re.compile(r"(?<![0-9])((?:19|20)[0-9]{2})\s*[-–—~至到]\s*((?:19|20)[0-9]{2})(?![0-9])")
 # of a label's terms the question (its glosses too) holds: it names the label (0.4 and 0.5 alike, 0.6 one answer less)
 LABEL_NAMED_SHARE = 0.5
@@ -643,7 +643,7 @@ def _label_named(unit: str, q: frozenset[str], naming: frozenset[str], years: Se
     own = terms(m.group(1)) - naming if m and "." not in m.group(1) else frozenset()
     if not own or len(own & q) < LABEL_NAMED_SHARE * len(own):
         return False
-    held = {int(y) for y in _YEAR_ASKED.findall(unit)}
+    held = {int(y) for y in _YEAR_WRITTEN.findall(unit)}
     for first, last in _YEAR_RANGE.findall(unit):  # "2024-2026" holds 2025
         held.update(range(int(first), int(last) + 1))
     return all(int(y) in held for y in years)
@@ -1186,7 +1186,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     aside = _set_aside(question, context)
     in_script = _script_asked(question)
     codes, sections = _codes_written(question), _sections_written(question)
-    asked_years = _YEAR_ASKED.findall(question)
+    asked_years = _YEAR_WRITTEN.findall(question)
     scored = []
     for i, (found, found_words, bonus, credit, order, pos, unit, chunk_id, sentence, translated, cell, said,
             said_words) in enumerate(units):

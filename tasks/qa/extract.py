@@ -750,7 +750,7 @@ _ASKS_ALL_OTHERS = re.compile(r"\ball\s+(?:[0-9]+\s+)?(?:of\s+the\s+)?other|\bev
                               re.IGNORECASE)
 _EXCEPT = re.compile(r"\bexcept\b|\bbut one\b|除了?|以外|之外", re.IGNORECASE)
 # or the one item an item is not marked at ("SF1 provides input to every other … except one. Which one?")
-_ASKS_EXCEPT_ONE = re.compile(r"\bexcept (?:for )?one\b|\bbut one\b|除了?一个|只有一个", re.IGNORECASE)
+_ASKS_EXCEPT_ONE = re.compile(r"\bexcept (?:for )?one\b|\bbut one\b|除了?一个", re.IGNORECASE)
 MIN_MATRIX_ITEMS = 3
 
 
@@ -778,10 +778,10 @@ def _matrix(rows: list[tuple[list[str], bool]]) -> tuple[str, str, dict[str, set
     return None
 
 
-def _matrix_cell(question: str, rows: list[tuple[list[str], bool]], q: frozenset[str]) -> Cell | None:
+def _matrix_cell(question: str, rows: list[tuple[list[str], bool]], glosses: str) -> Cell | None:
     """The row or column of a table of marks (`_matrix`) marked at exactly the items the question writes out, or at
     every other item, as a cell: its label, what it is marked at; or the one item the item written out is not marked
-    at. When a row and a column both are, the one whose group label the question's terms (`q`, glosses too) name
+    at. When a row and a column both are, the one whose group label the question's terms (its glosses too) name
     more ("接受输入的安全要素": a row); None when that leaves more than one."""
     except_one = bool(_ASKS_EXCEPT_ONE.search(question))
     exactly, all_others = bool(_ASKS_EXACTLY.search(question)), bool(_ASKS_ALL_OTHERS.search(question))
@@ -791,6 +791,7 @@ def _matrix_cell(question: str, rows: list[tuple[list[str], bool]], q: frozenset
     if found is None:
         return None
     row_group, column_group, marked, by_column = found
+    q = set(terms(f"{question} {glosses}"))
     asked = unicodedata.normalize("NFKC", question).lower()  # (spaces kept: "exactly SF1, SF3 and SF11")
     written = {item for item in (*marked, *by_column)
                if re.search(rf"(?<![a-z0-9]){re.escape(_plain(item))}(?![a-z0-9])", asked)}
@@ -801,11 +802,11 @@ def _matrix_cell(question: str, rows: list[tuple[list[str], bool]], q: frozenset
             if except_one:
                 missing = others - items - {label}
                 if written == {label} and len(missing) == 1:  # the one item is on the other axis
-                    hits.append((named(group, set(q)), other, f"{group} {label}", missing.pop(), {"—"}))
+                    hits.append((named(group, q), other, f"{group} {label}", missing.pop(), {"—"}))
                 continue
             every_other = items == others - {label} and label not in written
             if items and (items == written - {label} if exactly else every_other):
-                hits.append((named(group, set(q)), group, other, label, items))
+                hits.append((named(group, q), group, other, label, items))
     best = max((hit[0] for hit in hits), default=0.0)
     top = [hit for hit in hits if hit[0] == best]
     if len(top) != 1:
@@ -842,7 +843,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
     wants_words = answers_what_is_asked(question) is None and not ratio and not numbering_asked
     best: tuple[float, Cell] | None = None
     rows = _rows(content)
-    matrix = _matrix_cell(question, rows, terms(f"{question} {glosses}"))
+    matrix = _matrix_cell(question, rows, glosses)
     if matrix is not None:
         return matrix
     asked, asked_about = _plain(question), _plain(focus(question))

@@ -236,7 +236,7 @@ def mmr(cands: Sequence[Candidate], k: int, lam: float, term_ids=None, question:
     sim = jaccard_rows([c.chunk.tokens if c.chunk else [] for c in cands]) if term_ids is None \
         else jaccard_rows(term_ids=term_ids(cands))
     asked = tables_asked(question) if question else frozenset()
-    named = [i for i, c in enumerate(cands) if asked and c.chunk and table_number(c.chunk.caption) in asked]
+    named = [i for i, c in enumerate(cands) if c.chunk and table_number(c.chunk.caption) in asked] if asked else []
     # selection only: on rgb_zh_refine_dev (bench/retrieval.py) MMR's own order cost 2.4 points of hit@5
     keep = sorted(mmr_order([c.score for c in cands], sim, k, lam, first=named))
     return [cands[i] for i in keep]
