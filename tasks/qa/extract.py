@@ -71,7 +71,8 @@ _ASKS_DATE = re.compile(r"哪一?年|哪一?天|哪个月|何时|什么时候|�
                         re.IGNORECASE)
 _DATE = re.compile(r"[0-9]+\s*[年月日]|[0-9]{4}\s*[-/.]\s*[0-9]{1,2}|\b(?:1[5-9]|20)[0-9]{2}\b")
 # the question asks a web address: the clause that answers it holds one
-_ASKS_URL = re.compile(r"网址|链接|网站|主页|github|\burl\b|website|\blink\b|homepage", re.IGNORECASE)
+_ASKS_URL = re.compile(r"网址|链接|网站|主页|(?:代码|项目|仓库|源码|下载|开源)地址|github|\burl\b|website|\blink\b|homepage",
+                       re.IGNORECASE)
 _URL = re.compile(r"https?://|www\.|\b[\w-]+\.(?:com|org|net|io|cn|edu)\b", re.IGNORECASE)
 # or an e-mail address
 _ASKS_EMAIL = re.compile(r"e-?mail|邮箱|电子邮件|邮件地址", re.IGNORECASE)
@@ -506,7 +507,7 @@ def _decimals(text: str) -> set[str]:
 
 _RANGE_SIGN = re.compile(r"[≤≥<>~～]")  # a range's label ("-15℃≤T<-10℃"), not a grade's ("TA12-1")
 _HAS_LETTERS = re.compile(r"[A-BD-SU-Za-z]{2,}|[\u4e00-\u9fff]")  # words, not a range's "T" or "℃C"
-_ASKS_MEANING = re.compile(r"\bmean(?:s|ing)?\b|stand for|含义|意思|是指|指什么|代表什么", re.IGNORECASE)
+_ASKS_MEANING = re.compile(r"\bmean(?:s|ing)?\b|stand for|\bindicates?\b|含义|意思|是指|指什么|代表什么", re.IGNORECASE)
 _DESCRIPTION_HEADER = re.compile(r"description|meaning|definition|说明|含义|定义|描述", re.IGNORECASE)
 _SIGNED_DECIMAL = re.compile(r"(?<![0-9.])-?[0-9]+(?:\.[0-9]+)?")
 
@@ -1074,10 +1075,13 @@ _UNIT_SUFFIX = re.compile(r"(?<=.{2})\([^()0-9]{1,6}\)$")  # "营业收入(元)"
 def _writes(asked: str, label: str, unit_apart: bool = False) -> bool:
     """Whether the question (`_plain`, spaces gone) writes the label out, not as the start of a longer one
     with a dash ("TA12" of "TA12-1"), a grade as OCR may have read it ("TA7E1I" for "TA7ELI", "TCA" for
-    "TC4"); with `unit_apart`, its bracketed unit may be left out ("营业收入" of "营业收入（元）")."""
+    "TC4"), nor as a part of an identifier ("USAGE" of "FUNCTION_USAGE"; "USER_TYPE" is written "user type"); with
+    `unit_apart`, its bracketed unit may be left out ("营业收入" of "营业收入（元）")."""
     unit = _UNIT_SUFFIX.search(label) if unit_apart else None
     if unit and _writes(asked, label[:unit.start()]):
         return True
+    if "_" in label and len(label) > 3:  # "USER_TYPE" written "user type"
+        return _writes(asked.replace("_", ""), label.replace("_", ""))
     if not label[-1:].isascii() or not label[-1:].isalnum():
         return label in asked
     if (_HAS_DIGIT.search(label) and re.search(r"[a-z]", label)) or _GRADE.match(label):
@@ -1085,7 +1089,9 @@ def _writes(asked: str, label: str, unit_apart: bool = False) -> bool:
     at = asked.find(label)
     while at >= 0:
         after = asked[at + len(label):at + len(label) + 2]
-        if not (after[:1] == "-" and after[1:].isascii() and after[1:].isalnum()):
+        # (nor as a part of an identifier: "USAGE" of "FUNCTION_USAGE")
+        if not (after[:1] == "-" and after[1:].isascii() and after[1:].isalnum()) \
+                and "_" not in (asked[at - 1:at], after[:1]):
             return True
         at = asked.find(label, at + 1)
     return False

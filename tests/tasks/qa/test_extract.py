@@ -80,6 +80,25 @@ def test_a_label_written_without_its_unit_names_its_row_when_a_column_is_named(t
     assert not table_cell("比亚迪一季报的营业收入情况如何？", data.content).written
 
 
+def test_a_label_written_with_underscores_is_written_by_its_words_and_indicates_asks_the_description():
+    # the Redpaper's FUNCTION_USAGE view as its Markdown copy lands it: "user type" writes USER_TYPE out, and what a
+    # value "indicates" is its description, not its data type (which "type" names too)
+    view = ("Column name | Data type | Description\nFUNCTION_ID | VARCHAR(30) | ID of the function.\n"
+            "USAGE | VARCHAR(7) | Usage setting: ALLOWED: The user profile is allowed to use the function.\n"
+            "USER_TYPE | VARCHAR(5) | Type of user profile: USER: The user profile is a user. GROUP: The user profile "
+            "is a group.")
+    cell = table_cell("For the FUNCTION_USAGE view, a row whose user type column reads USER indicates what kind of "
+                      "profile?", view)
+    assert (cell.label, cell.header, cell.written) == ("USER_TYPE", "Description", True)
+    assert not table_cell("For the FUNCTION_USAGE view, what is the usertypes column?", view).written
+
+
+def test_a_code_address_asks_a_url():
+    asks = answers_what_is_asked("CC-SAM论文摘要末尾给出的代码地址是什么？")
+    assert asks("Code is available at https://github.com/zzpustc/CC-SAM.") and not asks("Code is available online.")
+    assert answers_what_is_asked("甲方的地址是什么？") is None  # a postal address is no web address
+
+
 @pytest.fixture(scope="module")
 def correlation_matrix(tmp_path_factory):
     # NB/T PSR part 1's Appendix A: "×" where a receiving safety factor (row) takes input from a providing one (column)
