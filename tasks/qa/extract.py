@@ -755,10 +755,12 @@ _ASKS_EXCEPT_ONE = re.compile(r"\bexcept (?:for )?one\b|\bbut one\b|除了?一�
 MIN_MATRIX_ITEMS = 3
 
 
-def _matrix(rows: list[tuple[list[str], bool]]) -> tuple[str, str, dict[str, set[str]], dict[str, set[str]]] | None:
+@lru_cache(maxsize=4096)  # asked of each table in a context by every question saying "only", "exactly", "全部"
+def _matrix(content: str) -> tuple[str, str, dict[str, frozenset[str]], dict[str, frozenset[str]]] | None:
     """A table of marks as (its rows' group label, its columns' group label, each row label's marked column
     headers, each column header's marked row labels), or None: a header row of distinct items over rows each
     labelled right before the columns of those items, every cell under them a mark or blank."""
+    rows = _read_rows(content)
     for h in range(len(rows) - 1, -1, -1):
         header = rows[h][0]
         columns = [j for j, cell in enumerate(header) if cell and cell not in _MARKS and not _NUMBER_CELL.match(cell)]
@@ -771,15 +773,15 @@ def _matrix(rows: list[tuple[list[str], bool]]) -> tuple[str, str, dict[str, set
         if any(cell and cell not in _MARKS for cell in cells) or not any(cells) \
                 or any(not row[k] for row in data):
             return None
-        marked = {row[k]: {header[j] for j in columns if row[j]} for row in data}
-        by_column = {header[j]: {row[k] for row in data if row[j]} for j in columns}
+        marked = {row[k]: frozenset(header[j] for j in columns if row[j]) for row in data}
+        by_column = {header[j]: frozenset(row[k] for row in data if row[j]) for j in columns}
         row_group = next((row[k - 1] for row in data if k > 0 and row[k - 1]), "")
         column_group = next((above[columns[0]] for above, _ in rows[:h] if len(above) > columns[0]), "")
         return row_group, column_group, marked, by_column
     return None
 
 
-def _matrix_cell(question: str, rows: list[tuple[list[str], bool]], glosses: str) -> Cell | None:
+def _matrix_cell(question: str, content: str, glosses: str) -> Cell | None:
     """The row or column of a table of marks (`_matrix`) marked at exactly the items the question writes out, or at
     every other item, as a cell: its label, what it is marked at; or the one item the item written out is not marked
     at. When a row and a column both are, the one whose group label the question's terms (its glosses too) name
@@ -788,7 +790,7 @@ def _matrix_cell(question: str, rows: list[tuple[list[str], bool]], glosses: str
     exactly, all_others = bool(_ASKS_EXACTLY.search(question)), bool(_ASKS_ALL_OTHERS.search(question))
     if not (exactly or all_others or except_one) or (_EXCEPT.search(question) and not except_one):
         return None
-    found = _matrix(rows)
+    found = _matrix(content)
     if found is None:
         return None
     row_group, column_group, marked, by_column = found
@@ -844,7 +846,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
     wants_words = answers_what_is_asked(question) is None and not ratio and not numbering_asked
     best: tuple[float, Cell] | None = None
     rows = _rows(content)
-    matrix = _matrix_cell(question, rows, glosses)
+    matrix = _matrix_cell(question, content, glosses)
     if matrix is not None:
         return matrix
     asked, asked_about = _plain(question), _plain(focus(question))
