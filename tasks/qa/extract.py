@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from tasks.common.text import STOP_WORDS
+from tasks.qa.gloss import chinese_numeral
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TERM = re.compile(rf"[{_CJK}]+|[a-z]+|[0-9]+(?:\.[0-9]+)?")
@@ -619,7 +620,7 @@ def _unique_values(content: str, numbers: bool = False) -> frozenset[str]:
 COUNT_WORDS = "first second third fourth fifth sixth seventh eighth ninth tenth".split()
 ORDINAL_WORDS = "|".join([*COUNT_WORDS, "last"])
 LAST = -1  # the ordinal of "the last item", "最后一项"
-_ORDINALS = {w: i for i, w in enumerate("一二三四五六七八九十", 1)} | \
+_ORDINALS = {chinese_numeral(i): i for i in range(1, 100)} | \
     {w: i for i, w in enumerate(COUNT_WORDS, 1)} | \
     {"last": LAST, "最后": LAST}
 # the question asks a table's n-th row ("the third data row", "第二行数据", "最后一行"), not the row labelled n
@@ -823,10 +824,15 @@ def _natural(item: str) -> tuple:
     return tuple(int(part) if part.isdigit() else part for part in re.split(r"([0-9]+)", item))
 
 
+# a range the question names a row by ("-10℃≤T<-5℃", "0°C ≤ T < 5°C"): its bounds state no value
+_RANGE_WRITTEN = re.compile(r"-?[0-9]+(?:\.[0-9]+)?\s*(?:℃|°C|°)?\s*[≤<]\s*T\s*[≤<]\s*-?[0-9]+(?:\.[0-9]+)?")
+
+
 def _conditions(question: str, rows: list[tuple[list[str], bool]], subject: frozenset[str]) -> set[str]:
     """The numbers the question states as values (not one naming the document, "SVOLT 196Ah", a table or
-    figure, "图表 2", or a row or column, "Category 7", "Series 5"): a row's condition."""
-    return _decimals(question) - subject - _referenced(question) - _label_numbers(rows)
+    figure, "图表 2", a row or column, "Category 7", "Series 5", nor a range's bound, the 10 of "-10℃≤T<-5℃",
+    which "10%" is not): a row's condition."""
+    return _decimals(_RANGE_WRITTEN.sub(" ", question)) - subject - _referenced(question) - _label_numbers(rows)
 
 
 def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), glosses: str = "",
@@ -1025,9 +1031,15 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
                 every = "；".join(f"{headers[j]}: {row[j]}" if j < len(headers) and headers[j] else row[j]
                                  for j in values)
                 # a table whose header was left on the page before names no column: a row written out answers
-                # with all its values as a named cell does ("夏佐全 — 境内自然人；2.72%；…；61,976,705；…")
-                unheaded = written and not any(h.strip() for h in headers)
-                cell = Cell(shown, "", every, row_score, IMPLIED_COLUMN_SCORE if unheaded else 0.0, written)
+                # with all its values as a named cell does ("夏佐全 — 境内自然人；2.72%；…；61,976,705；…"), and so
+                # does one holding a word the question says, as a named column would ("pledged": "融捷投资… | 5.11% |
+                # … | 质押 | 13,570,000")
+                unheaded = not any(h.strip() for h in headers)
+                said = unheaded and any(terms(row[j]) <= q for j in values
+                                        if terms(row[j]) and not _NUMBER_CELL.match(row[j]))
+                score = IMPLIED_COLUMN_SCORE if said else score
+                implied = IMPLIED_COLUMN_SCORE if unheaded and (written or said) else 0.0
+                cell = Cell(shown, "", every, row_score, implied, written)
             if own <= 0 and score <= 0:
                 continue  # only the document's name names the row ("CC-SAM" of "In the CC-SAM paper"), no column
             total = row_score + 0.8 * max(score, 0.0)

@@ -247,6 +247,14 @@ def test_a_column_saying_the_opposite_is_not_the_one_asked(tables):
     assert "61,976,705" in held.value and "无限售" not in held.header
     free = table_cell("夏佐全持有的无限售条件股份数量是多少股？", holders.content)
     assert free.text == "夏佐全 — 持有无限售条件股份数量: 20,658,902(注3）"
+    # a row of the first block holding a word the question says ("质押", "pledged" glossed) answers whole: which
+    # of its numbers is the pledged one, no header left on this page says
+    asked = "According to BYD's top-10 shareholders table, how many of the shares held by Rongjie Investment (融捷投资) "
+    pledged = table_cell(asked + "were pledged?", holders.content, glosses="融捷 投资 持有 股东 数量 质押")
+    assert pledged.text.startswith("融捷投资控股集团有限公司 — ") and "质押；13,570,000" in pledged.value
+    # a column the question names still answers from the second block
+    free = table_cell(asked + "are unrestricted (无限售条件)?", holders.content, glosses="融捷 投资 持有 股东 数量")
+    assert (free.header, free.value) == ("持有无限售条件股份数量", "155,149,602")
 
 
 def test_a_question_naming_no_row_gets_no_cell(tables):
@@ -638,6 +646,14 @@ def test_a_question_asking_for_the_nth_item_takes_that_item():
                                        "committee (工会经费审查委员会) must meet?", ctx, Settings()).text
     # "第十四条" names an article, not an item
     assert asked_ordinal("第十四条规定的候选人条件是什么？") is None and asked_ordinal("第3项是什么？") == 3
+    # a law's items past the tenth, asked as the constitution numbers them: "第（十七）项" is item "(十七)"
+    assert asked_ordinal("宪法第六十七条列举全国人大常委会职权时，第（十七）项职权是什么？") == 17
+    assert asked_ordinal("第二十个条件是什么？") == 20 and item_number("(十七)决定特赦；") == 17
+    powers = Chunk(content="第六十七条 全国人民代表大会常务委员会行使下列职权:(一)解释宪法，监督宪法的实施；(十六)决定驻外全权代表的任免；"
+                           "(十七)决定特赦；(十八)在全国人民代表大会闭会期间，如果遇到国家遭受武装侵犯的情况，决定战争状态的宣布；",
+                   chunk_type=TEXT, source="constitution.pdf", chunk_id="constitution.pdf_29")
+    ctx = build_context([Candidate(powers.chunk_id, 0.9, chunk=powers)], Settings())
+    assert "(十七)决定特赦" in extractive_answer("宪法第六十七条列举全国人大常委会职权时，第（十七）项职权是什么？", ctx, Settings()).text
 
 
 def test_numbered_lines_are_items_and_the_last_one_is_asked_too():
@@ -752,6 +768,9 @@ def test_a_row_groups_rows_sharing_its_label_are_data_and_its_own_numbers_set_no
     cold = table_with(tables["svolt_mineru2.7.6"], "-10C≤T<-5℃ | 0.20C | 10%")
     assert table_cell("What charge current is used for the first step (up to 10% SOC) when the cell temperature is "
                       "-10℃≤T<-5℃?", cold.content).value == "0.20C"
+    # the bounds of the range naming the row state no step: the "10" of "-10℃≤T<-5℃" is not the step "10%"
+    assert table_cell("For the -10℃≤T<-5℃ band of the step-charge profile, what C-rate is specified for the closing "
+                      "step that ends at 3.65V?", cold.content).value == "0.02C"
 
 
 def test_a_description_cell_names_its_row_and_a_written_label_names_no_column():
