@@ -42,8 +42,8 @@ from schemas.settings import Settings
 from tasks.index.views import document_name
 from tasks.qa.context import ASKS_CONTENTS, ASKS_DOCUMENT_TITLE, COVER_CHUNKS, Context, articles_asked, row_labels
 from tasks.qa.extract import (COUNT_WORDS, LAST, ORDINAL_WORDS, answers_what_is_asked, focus, form_lines,
-                              labelled_rows, negated_terms, ordinal_number, scope_only_terms, scope_parts,
-                              shortest_clause, table_cell, terms, without_scope)
+                              labelled_rows, measure_asked, negated_terms, ordinal_number, scope_only_terms,
+                              scope_parts, shortest_clause, table_cell, terms, without_scope)
 from tasks.qa.filters import file_lists, table_number, tables_asked
 from tasks.common.text import bigram_hit_rate, bigrams, clean_text, tokenize
 from tasks.qa.gloss import chinese_numeral, english_glosses, gloss_terms, headwords, sense_stems, stem, translatable
@@ -102,6 +102,7 @@ PREMISE_NEW_WORDS = 0  # a best sentence saying no more words than these beside 
 SECOND_UNIT_RATIO = 0.5  # a unit holding the asked number is added if it scores >= this x the best
 GRIDS = (TABLE, CHART)  # chunks whose content is " | " rows: a table, a chart's data
 ORDINAL_BONUS = 0.2  # a list item whose number the question asks for ("第三个条件", "the second requirement")
+MEASURE_BONUS = 0.1  # a sentence holding a number of the measure asked ("71天" of "增加了多少天")
 
 
 @dataclass
@@ -1187,6 +1188,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     in_script = _script_asked(question)
     codes, sections = _codes_written(question), _sections_written(question)
     asked_years = _YEAR_WRITTEN.findall(question)
+    measured = measure_asked(question)
     scored = []
     for i, (found, found_words, bonus, credit, order, pos, unit, chunk_id, sentence, translated, cell, said,
             said_words) in enumerate(units):
@@ -1237,6 +1239,8 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             hit += LABEL_BONUS
         if at_place:
             hit += ORDINAL_BONUS
+        if measured is not None and sentence and measured.search(unit):
+            hit += MEASURE_BONUS
         if i in after_anchor:
             hit += after_anchor[i]
         hit = hit * 0.25 if bonus < 0 else hit + bonus  # a restated question holds every term: a quarter

@@ -1286,6 +1286,31 @@ _ASKS_CODE = re.compile(r"\b(?:which|what)\s+(?:[\w-]+\s+){0,3}code\b|代号|代
 _CODE_VALUE = re.compile(r"(?<![A-Za-z0-9])(?:[A-Z]{1,6}[-/ ]?[0-9][0-9A-Za-z.\-—]*|[0-9]{2,}[-—][0-9]+)")
 
 
+# a question asking how many of a measure ("多少天", "几届", "how many days"): a clause holding a number of that
+# measure says it ("存货周转天数同比+71天", "连续任职不得超过两届"), one of another measure does not
+_MEASURES = "个月|周岁|字节|分钟|小时|天|年|月|周|元|股|户|人|名|家|次|倍|届|条|页|种|项|份|字|秒"
+_ENGLISH_MEASURES = {"day": "天", "year": "年", "month": "个月|月", "week": "周", "hour": "小时", "minute": "分钟",
+                     "second": "秒", "time": "次|倍", "people": "人|名", "person": "人|名", "share": "股", "byte": "字节",
+                     "page": "页", "household": "户", "member": "人|名"}
+_ASKS_MEASURE = re.compile(rf"(?:多少|几)\s*({_MEASURES})(?![权东])|\bhow many\s+({'|'.join(_ENGLISH_MEASURES)})s?\b",
+                           re.IGNORECASE)
+_COUNT = r"(?:[0-9][0-9,]*(?:\.[0-9]+)?|[零〇一二两三四五六七八九十百千万]+)\s*[万亿千百]?\s*"
+
+
+def measure_asked(question: str) -> re.Pattern | None:
+    """A pattern finding a number of the measure the question asks how many of ("71天", "两届", "30 days", "三十日"
+    for "how many days" too), years of the calendar aside ("2025年" is no number of years), or None."""
+    m = _ASKS_MEASURE.search(question)
+    if m is None:
+        return None
+    chinese = m.group(1) or _ENGLISH_MEASURES[m.group(2).lower()]
+    english = m.group(2) or next((w for w, zh in _ENGLISH_MEASURES.items() if chinese in zh.split("|")), "")
+    found = rf"(?<![0-9.])(?!(?:19|20)[0-9]{{2}}\s*年){_COUNT}(?:{chinese})"
+    if english:
+        found += rf"|(?<![0-9.])[0-9][0-9,]*(?:\.[0-9]+)?\s*{english}s?\b"
+    return re.compile(found, re.IGNORECASE)
+
+
 def answers_what_is_asked(question: str):
     """For a question asking a code, a date, a number, a web or an e-mail address: a test whether a clause holds a
     code / a date / a number the question does not state itself (in digits or in Chinese numerals) / an address;

@@ -16,7 +16,7 @@ from tasks.qa.answer import (CELL_BONUS, CONFIDENCE_LOW, CONFIDENCE_MID, LAST, N
                           _table_unit, build_messages, confidence, confidence_instruction, cosine_floor, evidence_units,
                           extractive_answer, grade_evidence, sentences, validate_citations)
 from tasks.qa.context import ASKS_DOCUMENT_TITLE, Context, build_context
-from tasks.qa.extract import answers_what_is_asked, document_scope, negated_terms, scope_parts, terms
+from tasks.qa.extract import answers_what_is_asked, document_scope, measure_asked, negated_terms, scope_parts, terms
 from tasks.common.llm import ChatClient
 from tasks.qa.types import Candidate, Retrieval
 from tests.http_fakes import FakeServer, Reply, chat_reply, scripted
@@ -1120,3 +1120,18 @@ def test_a_unit_opening_with_the_section_number_asked_is_that_sections_entry():
     assert _sections_written("see section 2.1.3").match("2.1.3 Database") is not None
     assert _sections_written("see section 2.1.3").match("2.1.35 Other") is None
     assert _sections_written("Which function usage ID goes with Database Administrator?") is None
+
+
+def test_a_sentence_holding_a_number_of_the_measure_asked_answers_how_many_of_it():
+    # two sentences sharing the question's words alike: the one holding days answers "增加了多少天", in Chinese
+    # numerals too (broker_research_report_anonymized.pdf writes "存货周转天数同比+71天" after a longer sentence on
+    # the inventory's amount, which its words favour)
+    turnover = _chunk("broker.pdf_4", "公司存货周转天数同比增加两成。公司存货周转天数同比增加七十一天。", "text")
+    answer = extractive_answer("三季度末公司存货周转天数同比增加了多少天？", _context((turnover, 0.9)), S)
+    assert answer.text.startswith("公司存货周转天数同比增加七十一天")
+    assert measure_asked("连续任职不得超过几届？").search("连续任职不得超过两届") is not None
+    assert measure_asked("How many days is it stored?").search("储存 30 天") is not None
+    assert measure_asked("存货周转天数同比增加了多少天？").search("存货周转天数同比+71天至 346 天。") is not None
+    # a calendar year is no number of years; a stake (股权) is no number of shares
+    assert measure_asked("原始设计寿命为多少年？").search("2025年报告") is None
+    assert measure_asked("公司持有它多少股权？") is None
