@@ -206,7 +206,21 @@ def _read_rows(content: str) -> tuple[tuple[tuple[str, ...], bool], ...]:
             titled = True
     for i in range(len(out) - 1):
         _unstack(out[i][0], out[i + 1][0])
+    _unglued(out)
     return tuple((tuple(cells), titled) for cells, titled in out)
+
+
+def _unglued(rows: list[tuple[list[str], bool]]) -> None:
+    """Rows under a row MinerU glued into one cell, a range among its values ("电流，A SOC…0.1C 70%-5°℃≤T<0°℃0.06C
+    80%…"), left with no label (" |  |  | 0.30C | 10%"), take that range as their label (the SVOLT step-charge
+    table), in place."""
+    label = ""
+    for cells, _ in rows:
+        if cells and cells[0]:
+            glued = _RANGE_WRITTEN.search(cells[0])
+            label = glued.group().strip() if glued and glued.group().strip() != cells[0].strip() else ""
+        elif label and any(cells[1:]):
+            cells[0] = label
 
 
 # "CC-SAM 61.4", "Lifted Loss [36] 34.8": a measurement, not a label's own number ("Category 5", "Grade 2")
@@ -825,7 +839,8 @@ def _natural(item: str) -> tuple:
 
 
 # a range the question names a row by ("-10℃≤T<-5℃", "0°C ≤ T < 5°C"): its bounds state no value
-_RANGE_WRITTEN = re.compile(r"-?[0-9]+(?:\.[0-9]+)?\s*(?:℃|°C|°)?\s*[≤<]\s*T\s*[≤<]\s*-?[0-9]+(?:\.[0-9]+)?")
+_RANGE_WRITTEN = re.compile(r"-?[0-9]+(?:\.[0-9]+)?\s*[°℃C]{0,3}\s*[≤<]\s*T\s*[≤<]\s*-?[0-9]+(?:\.[0-9]+)?"
+                            r"(?:\s*[°℃C]{1,3})?")
 
 
 def _conditions(question: str, rows: list[tuple[list[str], bool]], subject: frozenset[str]) -> set[str]:

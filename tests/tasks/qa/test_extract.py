@@ -768,6 +768,12 @@ def test_a_row_groups_rows_sharing_its_label_are_data_and_its_own_numbers_set_no
     cold = table_with(tables["svolt_mineru2.7.6"], "-10C≤T<-5℃ | 0.20C | 10%")
     assert table_cell("What charge current is used for the first step (up to 10% SOC) when the cell temperature is "
                       "-10℃≤T<-5℃?", cold.content).value == "0.20C"
+    # the -5℃≤T<0℃ group, which MinerU glued into one cell ("…0.1C 70%-5°℃≤T<0°℃0.06C 80%…") over rows left with
+    # no label: they are that range's
+    assert table_cell("SVOLT 196Ah刀片电芯阶梯充电表中，电芯温度在-5℃≤T<0℃时，充到50% SOC那一段的充电电流是多少？",
+                      cold.content).text == "-5°℃≤T<0°℃ — 电流，ACurrent, A: 0.15C"
+    assert table_cell("For the -5℃≤T<0℃ band, which SOC value does the step-charge table pair with the 0.04C current?",
+                      cold.content).value == "60%"
     # the bounds of the range naming the row state no step: the "10" of "-10℃≤T<-5℃" is not the step "10%"
     assert table_cell("For the -10℃≤T<-5℃ band of the step-charge profile, what C-rate is specified for the closing "
                       "step that ends at 3.65V?", cold.content).value == "0.02C"
