@@ -1217,11 +1217,16 @@ _SCOPE_TITLE = re.compile(r"《([^》]+)》")
 _SCOPE_CJK = re.compile(r"^\s*(.{2,40}?)(?:中|里|上)(?:，|,|的)|^\s*(?:根据|按照|依据|按)(.{2,40}?)(?:，|,)"
                         r"|^\s*(.{2,40}?)这(?:项|份|个|篇|部|本)"
                         # "CC-SAM论文中Places-LT、…的对比表里，…": to the word for a document
-                        r"|^\s*([^，,。？?]{2,30}?(?:论文|研报|报告|标准|文档|手册|说明书|规格书))(?:中|里)"
+                        r"|^\s*([^，,。？?]{2,30}?(?:论文|研报|报告|标准|文档|手册|说明书|规格书))(?:中|里|(?=第[0-9]))"
                         # "IBM DB2 for i 行列访问控制（RCAC）红皮书指出，…": the document says what is asked
                         r"|^\s*([^，,。？?]{2,40}?)(?:指出|提到|写道|称|说)[，,]"
                         # "这份政府采购合同要求…": to the first word for a document
                         r"|^\s*[这那](?:项|份|篇|部|本)(.{0,20}?(?:合同|文档|文件|报告|研报|标准|说明书|手册|规范|制度|论文|指南))")
+# a source cited anywhere in the question: "（依据CC-SAM论文表3）", "（见CC-SAM论文Table 4）", "请依据CC-SAM论文的表4。",
+# "（CC-SAM论文Table 4）"
+_SCOPE_CITED = re.compile(r"[（(]\s*(?:依据|根据|按照|参见|参照|见)\s*([^（）()]{2,40}?)\s*[)）]"
+                          r"|(?:请|需)?(?:依据|根据|参照)([^，,。？?（）()]{2,40}?)[。.]?\s*$"
+                          r"|[（(]([^（）()]{1,30}?(?:论文|研报|报告|标准|手册|说明书|规格书)[^（）()]{0,12})[)）]")
 _SCOPE_EN = re.compile(r"^\s*(?:in|from|according to|under)\s+(?:the\s+)?(.{2,160}?)(?:'s\b|’s\b|,)"
                        r"|\b(?:in|from|of) the (\S+(?: \S+)?)(?:'s|’s)? (?:paper|report|document|datasheet|standard|manual)\b",
                        re.IGNORECASE)
@@ -1266,6 +1271,7 @@ def scope_parts(question: str) -> list[str]:
     found += [next(g for g in m.groups() if g) for m in _SCOPE_QUOTED.finditer(question or "")]
     found += [m.group(1) for m in _SCOPE_ON.finditer(question or "")]
     found += _SCOPE_NUMBER.findall(question or "")
+    found += [next(g for g in m.groups() if g) for m in _SCOPE_CITED.finditer(question or "")]
     m = _SCOPE_CJK.match(question or "") or _SCOPE_EN.search(question or "")
     if m:
         found.append(_DESCRIBED.sub("", next(g for g in m.groups() if g)))

@@ -10,8 +10,8 @@ from schemas.settings import Settings
 from tasks.qa.answer import asked_ordinal, extractive_answer, heading_asked, item_number, sentences, table_notes
 from tasks.qa.context import build_context
 from tasks.qa.extract import (_rows, _unshifted, answers_what_is_asked, cjk_numbers, document_scope, focus, form_lines,
-                              LAST, asked_column, asked_row, labelled_rows, scope_only_terms, shortest_clause,
-                              table_cell, terms)
+                              LAST, asked_column, asked_row, labelled_rows, scope_only_terms, scope_parts,
+                              shortest_clause, table_cell, terms)
 from tasks.qa.types import Candidate
 from tests.test_golden import chunks_of
 
@@ -1207,6 +1207,19 @@ def test_a_paper_named_before_zhong_is_the_scope_not_a_row(tables):
     assert scope_only_terms(question) >= {"cc", "sam"}
     cell = table_cell(question, results.content)
     assert (cell.label, cell.header, cell.value) == ("Places-LT CE ResNet-152", "Few", "8.2")
+
+
+def test_a_paper_cited_in_brackets_or_at_the_end_is_the_scope_not_a_row(tables):
+    # the open long-tail table (Table 4): "CC-SAM" cited as the source, anywhere in the question, names no row
+    results = table_with(tables["cvpr_mineru3.4.4"], "LUNA")
+    for question in ("开放长尾设定下（CC-SAM论文Table 4），CE在ImageNet-LT的Many类别准确率是多少？",
+                     "CE在ImageNet-LT开放长尾评测中Many类别的准确率是多少（依据CC-SAM论文表4）？",
+                     "CE在ImageNet-LT开放长尾评测中Many类别的准确率是多少？请依据CC-SAM论文的表4。"):
+        assert scope_only_terms(question) >= {"cc", "sam"}, question
+        assert table_cell(question, results.content).text == "CE — ImageNet-LT Many: 40.1", question
+    assert scope_parts("CC-SAM论文第2.2.1节从局部视角观察损失地形，发现了什么？") == ["CC-SAM论文"]
+    # a bracket saying what a word means is no source ("多样本（Many）类别")
+    assert scope_parts("CE的多样本（Many）准确率是多少？") == []
 
 
 # SVOLT-196Ah-…-SpecificationDatasheet.pdf as the flash tier landed it (the docs corpus, chunks 35 and 93): table 1.1
