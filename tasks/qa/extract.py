@@ -1050,9 +1050,9 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
                 # does one holding a word the question says, as a named column would ("pledged": "融捷投资… | 5.11% |
                 # … | 质押 | 13,570,000")
                 unheaded = not any(h.strip() for h in headers)
-                said = unheaded and any(terms(row[j]) <= q for j in values
-                                        if terms(row[j]) and not _NUMBER_CELL.match(row[j]))
-                score = IMPLIED_COLUMN_SCORE if said else score
+                said = max((named(row[j], q) for j in values if unheaded and terms(row[j]) and terms(row[j]) <= q
+                            and not _NUMBER_CELL.match(row[j])), default=0.0)
+                score = max(IMPLIED_COLUMN_SCORE, said) if said else score
                 implied = IMPLIED_COLUMN_SCORE if unheaded and (written or said) else 0.0
                 cell = Cell(shown, "", every, row_score, implied, written)
             if own <= 0 and score <= 0:

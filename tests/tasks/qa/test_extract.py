@@ -252,6 +252,8 @@ def test_a_column_saying_the_opposite_is_not_the_one_asked(tables):
     asked = "According to BYD's top-10 shareholders table, how many of the shares held by Rongjie Investment (融捷投资) "
     pledged = table_cell(asked + "were pledged?", holders.content, glosses="融捷 投资 持有 股东 数量 质押")
     assert pledged.text.startswith("融捷投资控股集团有限公司 — ") and "质押；13,570,000" in pledged.value
+    # so it does when the holder is written out and the second block names a column of shares too (股份, 数量)
+    assert "质押；2,715,000" in table_cell("前10名股东持股情况表里，夏佐全处于质押状态的股份数量是多少股？", holders.content).value
     # a column the question names still answers from the second block
     free = table_cell(asked + "are unrestricted (无限售条件)?", holders.content, glosses="融捷 投资 持有 股东 数量")
     assert (free.header, free.value) == ("持有无限售条件股份数量", "155,149,602")
