@@ -833,6 +833,12 @@ def _matrix_cell(question: str, content: str, glosses: str) -> Cell | None:
     return Cell(f"{group} {label}".strip(), other, "、".join(sorted(items, key=_natural)), 1.0 + best, 1.0, True)
 
 
+def _named_by_label(header: str, label: str, q: frozenset[str]) -> bool:
+    """Whether the question names the header only by words of the row label it writes out."""
+    own = terms(header)
+    return bool(own) and (own <= terms(label) or bool(own & q) and own & q <= terms(label))
+
+
 def _natural(item: str) -> tuple:
     """"SF2" before "SF10"."""
     return tuple(int(part) if part.isdigit() else part for part in re.split(r"([0-9]+)", item))
@@ -1015,9 +1021,10 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
                 # "从35%充到55%": the step the question goes to, not the one it starts from
                 row_score += TARGET_BONUS * any(_states(row[j], targets) for j in stated)
             # a header the words writing the row's label out hold is not named by them ("Type" of "the
-            # description of ROUTINE_TYPE"; "Data type" of "the data type of USER_TYPE" is)
+            # description of ROUTINE_TYPE"; "Data type" of "the data type of USER_TYPE" is; "变动率" of "公允价值变动收益
+            # 金额" is not, its 变动 being the label's)
             row_columns = col_scores if not written else \
-                [0.0 if terms(h) and terms(h) <= terms(name) and _symbol(h.split()[-1]) not in symbols else score
+                [0.0 if _named_by_label(h, name, q | periods) and _symbol(h.split()[-1]) not in symbols else score
                  for h, score in zip(headers, col_scores)]  # (the "Ta" of "TA29" is asked as 钽（Ta）)
             # among columns named alike, the one what is asked names ("Series 5" of "（Series 4、Series 5、Series 8）
             # 中，第二行数据的 Series 5 数值") breaks the tie

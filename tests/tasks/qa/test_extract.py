@@ -50,6 +50,10 @@ def test_by_what_percentage_takes_the_change_rate_not_the_reason(tables):
     cell = table_cell("By what percentage did BYD's research and development expenses rise year on year in "
                       "January–March 2025?", changes.content, glosses="研发 费用 研究 开发 变动")
     assert (cell.label, cell.header, cell.value) == ("研究及开发费用", "变动率", "34.04%")
+    # the label's own 变动 ("公允价值变动收益") names no 变动率: an amount asked is not the rate
+    gains = table_with(tables["byd_2025q1_quarterly_report"], "主要是理财收益增加所致")
+    amount = table_cell("比亚迪2025年1-3月的公允价值变动收益金额是多少元？", gains.content)
+    assert amount.header != "变动率" and "246,269,000.00" in amount.value
 
 
 def test_a_change_against_a_base_takes_the_column_comparing_with_it(tables):
