@@ -833,6 +833,11 @@ def _matrix_cell(question: str, content: str, glosses: str) -> Cell | None:
     return Cell(f"{group} {label}".strip(), other, "、".join(sorted(items, key=_natural)), 1.0 + best, 1.0, True)
 
 
+_REPORT_YEAR = re.compile(r"(?:19|20)[0-9]{2}\s*年?\s*(?:Q[1-4]|第?[一二三四]季度|[一二三四](?=季)|半年|年度)?\s*"
+                          r"(?:(?:annual|quarterly|interim)\s+)?(?:report|年报|季报|报告)"
+                          r"|Q[1-4]\s*(?:19|20)[0-9]{2}\s+(?:(?:annual|quarterly|interim)\s+)?report", re.IGNORECASE)
+
+
 def _named_by_label(header: str, label: str, q: frozenset[str]) -> bool:
     """Whether the question names the header only by words of the row label it writes out."""
     own = terms(header)
@@ -867,6 +872,9 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
     the statement's current period ("本期发生额" of "in January–March 2025" in BYD's Q1 2025 report)."""
     question = _TABLE_DESCRIPTION.sub(r"\1", question)
     q, q_numbers = terms(f"{question} {glosses}"), _numbers(question)
+    # the year of the report named ("its Q1 2025 report", "2025年一季报") names no column when another year is asked
+    report_years = {y for m in _REPORT_YEAR.finditer(question) for y in _years(_numbers(m.group()))}
+    column_numbers = q_numbers - report_years if _years(q_numbers) - report_years else q_numbers
     ratio = bool(_ASKS_RATIO.search(question))  # "持股比例", "毛利率": a percentage answers
     numbering_asked = bool(_ASKS_NUMBERING.search(question))
     # "原因是什么", not "多少" / "哪一年" / "by what rate"
@@ -907,8 +915,8 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
         missing = symbols - {_symbol(h.split()[-1]) for h in block_headers if h.strip()}
 
         def column_scores(headers: list[str]) -> list[float]:
-            return [0.0 if other_table else _column_score(h, q | periods, q_numbers, asked, meaning, symbols, missing,
-                                                          capitalized, forecast)
+            return [0.0 if other_table else _column_score(h, q | periods, column_numbers, asked, meaning, symbols,
+                                                          missing, capitalized, forecast)
                     + (CURRENT_PERIOD_SCORE if current and _CURRENT_PERIOD.match(h) else 0.0) for h in headers]
 
         block_scores = column_scores(block_headers)

@@ -50,6 +50,11 @@ def test_by_what_percentage_takes_the_change_rate_not_the_reason(tables):
     cell = table_cell("By what percentage did BYD's research and development expenses rise year on year in "
                       "January–March 2025?", changes.content, glosses="研发 费用 研究 开发 变动")
     assert (cell.label, cell.header, cell.value) == ("研究及开发费用", "变动率", "34.04%")
+    # the year of the report named ("its Q1 2025 report") names no column when the question asks another year
+    cash = table_with(tables["byd_2025q1_quarterly_report"], "主要是本期配售H股收到款项所致")
+    prior = table_cell("What net cash flow from financing activities did BYD have in 2024, the comparative period of "
+                       "its Q1 2025 report?", cash.content, glosses="筹资 活动 现金流量 净额")
+    assert (prior.header, prior.value) == ("2024年1-3月", "-5,183,543,000.00")
     # the label's own 变动 ("公允价值变动收益") names no 变动率: an amount asked is not the rate
     gains = table_with(tables["byd_2025q1_quarterly_report"], "主要是理财收益增加所致")
     amount = table_cell("比亚迪2025年1-3月的公允价值变动收益金额是多少元？", gains.content)
