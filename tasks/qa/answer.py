@@ -230,7 +230,7 @@ _OPENS_LIST = re.compile(r"^(.*[:：])\s*[（(][一二三四五六七八九十1]
 # the question asks for a list's n-th item ("第三个条件", "the second requirement"; not "第十五条", an article)
 _ASKED_ORDINAL = re.compile(r"第[（(]?([一二三四五六七八九十]{1,3}|[0-9]{1,2})[)）]?(?:个|项|点|种|步|段|条件)|(最后)一?(?:个|项|点|种|步|段|条)"
                             rf"|\b({ORDINAL_WORDS})\b(?!\s+(?:quarter|half)\b)"
-                            r"|\b(?:item|point|step)\s+([0-9]{1,2})\b", re.IGNORECASE)
+                            r"|\b(?:item|point|step)\s+[(（]?([0-9]{1,2})\b", re.IGNORECASE)
 _ENGLISH_ORDINAL = re.compile(rf"\b(?:{ORDINAL_WORDS})\b", re.IGNORECASE)
 # an item's number: "（二）", or "2." / "2、" opening it or following its list's "…包括：" (not "2.1.6")
 _ITEM_NUMBER = re.compile(r"[（(]([一二三四五六七八九十]{1,3}|[0-9]{1,2})[)）]|(?:^|[:：]\s*)([0-9]{1,2})[.．、](?![0-9])")

@@ -683,6 +683,7 @@ def test_numbered_lines_are_items_and_the_last_one_is_asked_too():
     assert asked_ordinal("How much did inventory grow at the end of the third quarter?") is None  # a period
     # an item named by its number: "item 15 in the list of plant documents", "revision point 4"
     assert asked_ordinal("What is item 15 in the list of plant documents and records?") == 15
+    assert asked_ordinal("What is item (3) in the list of circumstances?") == 3  # a law's "（三）"
     assert asked_ordinal("Revision point 4 gives methods for determining which basis?") == 4
     # "second" says which item: the sub-list's "2. Second sub-item at this level" does not hold the asked word
     second = extractive_answer("Which constraint is listed second in the list of constraints?", ctx, Settings())
