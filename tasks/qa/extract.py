@@ -833,6 +833,7 @@ def _matrix_cell(question: str, content: str, glosses: str) -> Cell | None:
     return Cell(f"{group} {label}".strip(), other, "、".join(sorted(items, key=_natural)), 1.0 + best, 1.0, True)
 
 
+# the year of a report a question names ("its Q1 2025 report", "2025年一季报", "2024年年报")
 _REPORT_YEAR = re.compile(r"(?:19|20)[0-9]{2}\s*年?\s*(?:Q[1-4]|第?[一二三四]季度|[一二三四](?=季)|半年|年度)?\s*"
                           r"(?:(?:annual|quarterly|interim)\s+)?(?:report|年报|季报|报告)"
                           r"|Q[1-4]\s*(?:19|20)[0-9]{2}\s+(?:(?:annual|quarterly|interim)\s+)?report", re.IGNORECASE)
@@ -890,6 +891,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
     symbols = _symbols_asked(question)
     subject = subject | scope_only_terms(question)
     periods = _period_terms(f"{question} {glosses}")
+    named_by = q | periods  # what names a column
     years = _years(q_numbers)  # (two years named, "2025" and "January–March 2024", ask by dates; "2025E" a forecast)
     current = not periods and len(years) == 1 and years <= subject and not _FORECAST_YEAR.search(question)
     asked_terms = terms(focus(question)) or q | periods
@@ -915,7 +917,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
         missing = symbols - {_symbol(h.split()[-1]) for h in block_headers if h.strip()}
 
         def column_scores(headers: list[str]) -> list[float]:
-            return [0.0 if other_table else _column_score(h, q | periods, column_numbers, asked, meaning, symbols,
+            return [0.0 if other_table else _column_score(h, named_by, column_numbers, asked, meaning, symbols,
                                                           missing, capitalized, forecast)
                     + (CURRENT_PERIOD_SCORE if current and _CURRENT_PERIOD.match(h) else 0.0) for h in headers]
 
@@ -1032,7 +1034,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
             # description of ROUTINE_TYPE"; "Data type" of "the data type of USER_TYPE" is; "变动率" of "公允价值变动收益
             # 金额" is not, its 变动 being the label's)
             row_columns = col_scores if not written else \
-                [0.0 if _named_by_label(h, name, q | periods) and _symbol(h.split()[-1]) not in symbols else score
+                [0.0 if _named_by_label(h, name, named_by) and _symbol(h.split()[-1]) not in symbols else score
                  for h, score in zip(headers, col_scores)]  # (the "Ta" of "TA29" is asked as 钽（Ta）)
             # among columns named alike, the one what is asked names ("Series 5" of "（Series 4、Series 5、Series 8）
             # 中，第二行数据的 Series 5 数值") breaks the tie
@@ -1065,8 +1067,8 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
                 # does one holding a word the question says, as a named column would ("pledged": "融捷投资… | 5.11% |
                 # … | 质押 | 13,570,000")
                 unheaded = not any(h.strip() for h in headers)
-                said = max((named(row[j], q) for j in values if unheaded and terms(row[j]) and terms(row[j]) <= q
-                            and not _NUMBER_CELL.match(row[j])), default=0.0)
+                said = max((named(row[j], q) for j in values if terms(row[j]) and terms(row[j]) <= q
+                            and not _NUMBER_CELL.match(row[j])), default=0.0) if unheaded else 0.0
                 score = max(IMPLIED_COLUMN_SCORE, said) if said else score
                 implied = IMPLIED_COLUMN_SCORE if unheaded and (written or said) else 0.0
                 cell = Cell(shown, "", every, row_score, implied, written)
@@ -1334,8 +1336,8 @@ _COUNT = r"(?:[0-9][0-9,]*(?:\.[0-9]+)?|[零〇一二两三四五六七八九十
 
 
 def measure_asked(question: str) -> re.Pattern | None:
-    """A pattern finding a number of the measure the question asks how many of ("71天", "两届", "30 days", "三十日"
-    for "how many days" too), years of the calendar aside ("2025年" is no number of years), or None."""
+    """A pattern finding a number of the measure the question asks how many of ("71天", "两届"; "30 days" and "三十天"
+    for "how many days"), years of the calendar aside ("2025年" is no number of years), or None."""
     m = _ASKS_MEASURE.search(question)
     if m is None:
         return None
