@@ -31,6 +31,7 @@ EXIT_CODES = {
     130: "interrupted (Ctrl-C)",
 }
 INTERNAL_ERROR = 70
+BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader closed
 _VERBOSE = False  # --verbose/--debug: the temporary server's own output shows too
 
 
@@ -507,6 +508,9 @@ def _run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`kbflow sql … | head`): stop quietly, as `cat` does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush writes nowhere
+        return BROKEN_PIPE
     except Exception as exc:  # a bug: one line, the traceback with --debug
         if args.debug:
             traceback.print_exc()

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from flows.cli import main
+from tests.conftest import REPO
 
 
 @pytest.fixture(scope="session")
@@ -106,6 +107,22 @@ def test_sql_csv_has_unix_line_ends(tmp_path, capsys):
         pass
     assert main(["--home", str(tmp_path), "sql", "SELECT 1 AS a, 2 AS b", "--format", "csv"]) == 0
     assert capsys.readouterr().out == "a,b\n1,2\n"
+
+
+def test_a_reader_closing_the_pipe_stops_the_command_quietly(tmp_path):
+    from warehouse import db
+
+    with db.connect(tmp_path / "kbflow.duckdb"):
+        pass
+    # far more rows than a pipe holds: the command is still writing when the reader (`| head -1`) goes away
+    proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "--home", str(tmp_path), "sql",
+                             "SELECT range AS n FROM range(300000)", "--format", "csv"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+    assert proc.stdout.readline() == b"n\n"
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(120) == 141, err
+    assert "error" not in err and "Exception ignored" not in err and "Traceback" not in err, err
 
 
 def test_errors_are_clear(tmp_path, capsys):
