@@ -109,6 +109,17 @@ def small_documents(db_path: Path, kb: str, sources: Sequence[str], max_chars: i
     return out
 
 
+def document_covers(db_path: Path, kb: str, n: int, max_chars: int) -> dict[str, list[tuple[str, str]]]:
+    """Per source of `kb`, (section path, opening `max_chars` of the text) of its first `n` chunks; one query."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    with db.connect(db_path, read_only=True) as con:
+        for source, section, text in con.execute(
+                "SELECT source, section_path, substr(content, 1, ?) FROM chunks WHERE kb = ? AND chunk_index < ? "
+                "ORDER BY source, chunk_index", [max_chars, kb, n]).fetchall():
+            out.setdefault(source, []).append((section, text))
+    return out
+
+
 def kb_chunks(db_path: Path, kb: str) -> list[Chunk]:
     """Candidate records (`CANDIDATE_COLUMNS`) of every chunk of `kb`, in document order."""
     with db.connect(db_path, read_only=True) as con:

@@ -1,9 +1,12 @@
 """Filters and selection (seed 000 §5.2): status/source/section filters and the chapter a question
-names, MMR de-duplication (Jaccard over BM25 terms), and adaptive top-k on the list's own scale."""
+names, MMR de-duplication (Jaccard over BM25 terms), and adaptive top-k on the list's own scale. Ours:
+the chunks of a document the question names ("Under the PRC Civil Code, …") ahead of the others'."""
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import lru_cache
 
@@ -14,6 +17,7 @@ from schemas.chunk import Chunk
 from schemas.qa import RERANK
 from schemas.settings import Settings
 from tasks.index.views import document_name
+from tasks.qa.extract import scope_parts, terms
 from tasks.qa.types import Candidate
 
 _ENUM_QUERY = re.compile(r"有哪些|有哪几|哪几[个种类项条]|包括哪|包含哪|列举|列出|分别是|分别有|都有什么|有几[个种类项条]|几个方面|"
@@ -262,3 +266,74 @@ def adaptive_top_k(scores: Sequence[float], scale: str, settings: Settings) -> i
             k = settings.retrieval.adaptive_topk_max
     return max(0, min(k, passing))
 
+
+
+# a document a question names ("Under the PRC Civil Code, …", "核电厂定期安全评价第1部分的编制说明列出的…中，"): the
+# chunks of the others rank below its own (their fused score times NAMED_DOCUMENT_OTHERS), whatever words they share
+NAMED_DOCUMENT_OTHERS = 0.8
+NAMED_DOCUMENT_COVERAGE = 0.5  # the share of the words naming its document a document's name must hold
+NAMED_DOCUMENT_MAX = 5  # more documents named alike than this: the words name a subject, not a document
+NAMED_DOCUMENT_NEAR = 0.75  # documents named nearly as well as the best are named too (a PDF and its Markdown copy)
+COVER_NAME_CHUNKS, COVER_CHARS_READ = 5, 320  # the chunks of a document whose headings and cover lines name it
+NAME_LINE_CHARS = 40  # a cover's line this short is a title's ("核电厂定期安全评价", "第1部分：通用要求"), not a sentence
+# the words for a document or its parts name none ("In the report, …"; "这是标题" is a contract's placeholder title)
+_DOCUMENT_KIND = frozenset(terms("document paper report standard guide manual datasheet table file title heading "
+                                 "文档 文件 论文 报告 研报 标准 指南 手册 说明书 规格书 表格 标题"))
+
+_FIELD_LABEL = re.compile(r"^\s*[^:：\s]{1,8}\s*[:：]")  # a short label: "证券代码:", "备案号："
+
+
+def document_name_text(source: str, opening: Sequence[tuple[str, str]]) -> str:
+    """The words naming a document: its file name's, the top heading of its first chunks, and the short lines
+    of its first chunk and of those before its first heading (a standard's cover: "核电厂定期安全评价", "第1部分：
+    通用要求"), from `opening`'s (section path, text) of its first chunks."""
+    words = [re.sub(r"[_\-.]+", " ", document_name(source))]
+    for i, (section, text) in enumerate(opening):
+        words.append(section.split(" > ", 1)[0])
+        if i == 0 or not section:
+            # a field's label is no name: "证券简称:比亚迪" names 比亚迪, "公告编号:2025-035" and "备案号：" name nothing
+            words += [_FIELD_LABEL.sub("", line) for line in text.splitlines() if len(line.strip()) <= NAME_LINE_CHARS]
+    return " ".join(words)
+
+
+class DocumentNames:
+    """Which documents of a knowledge base a question names, by the words it names its document with
+    (`tasks.qa.extract.scope_parts`) found in a document's name (`document_name_text`: "中华人民共和国民法典",
+    "…第1部分：通用要求 编制说明"), each word weighed by how few documents' names hold it (the "PRC" of "PRC
+    Civil Code" names two laws, "Civil" one)."""
+
+    def __init__(self, covers: Mapping[str, Sequence[tuple[str, str]]]):
+        self._named_by: dict[str, list[str]] = {}
+        for source, opening in covers.items():
+            for term in terms(document_name_text(source, opening)) - _DOCUMENT_KIND:
+                self._named_by.setdefault(term, []).append(source)
+        n = len(covers)
+        self._weight = {term: math.log(n / len(sources)) for term, sources in self._named_by.items()}
+
+    def named(self, question: str) -> frozenset[str]:
+        """The documents the question names, or none: those whose names hold at least NAMED_DOCUMENT_COVERAGE of the
+        words naming its document and weigh nearly as much as the best, when they are NAMED_DOCUMENT_MAX at most
+        ("在历史中，" names no document of a corpus of articles with 历史 in their titles); a number alone names none
+        (the 1972 of "rgbzh-1972.txt")."""
+        parts = scope_parts(question)
+        asked = terms(" ".join(parts)) - _DOCUMENT_KIND if parts else set()
+        score: Counter[str] = Counter()
+        held: dict[str, set[str]] = {}
+        for term in asked:
+            for source in self._named_by.get(term, ()):
+                score[source] += self._weight[term]
+                held.setdefault(source, set()).add(term)
+        best = max(score.values(), default=0.0)
+        named = [s for s, v in score.items() if best > 0 and v >= NAMED_DOCUMENT_NEAR * best
+                 and len(held[s]) >= NAMED_DOCUMENT_COVERAGE * len(asked) and not all(t.isdigit() for t in held[s])]
+        return frozenset(named) if len(named) <= NAMED_DOCUMENT_MAX else frozenset()
+
+
+def named_documents_first(named: frozenset[str], cands: Sequence[Candidate]) -> list[Candidate]:
+    """The candidates of documents other than those named scored NAMED_DOCUMENT_OTHERS as much, best first
+    again; as they were when the question names none, or none of the candidates is from one it names."""
+    if not named or not any(c.chunk is not None and c.chunk.source in named for c in cands):
+        return list(cands)
+    out = [c if c.chunk is not None and c.chunk.source in named else replace(c, score=c.score * NAMED_DOCUMENT_OTHERS)
+           for c in cands]
+    return sorted(out, key=lambda c: -c.score)

@@ -35,8 +35,9 @@ from schemas.chunk import Chunk
 from schemas.qa import RERANK, RRF
 from schemas.settings import Settings
 from tasks.index.views import chunk_id_of
-from tasks.qa.filters import (adaptive_top_k, catalogues_last, chapter_markers, chapter_scope, filter_candidates,
-                              in_section, is_enum_query, mmr, term_id_sets)
+from tasks.qa.filters import (COVER_CHARS_READ, COVER_NAME_CHUNKS, DocumentNames, adaptive_top_k, catalogues_last,
+                              chapter_markers, chapter_scope, filter_candidates, in_section, is_enum_query, mmr,
+                              named_documents_first, term_id_sets)
 from tasks.qa.fusion import check_fusion_settings, figures_on_vector_scale, fuse
 from tasks.qa.gloss import gloss_terms
 from tasks.qa.rerank import Reranker, rerank, reranker_from_settings
@@ -86,6 +87,7 @@ class Retriever:
         # more vectors than chunks: long tables have views (tasks.index.views), which fold into their table
         self.has_views = self.size > len(bm25)
         self._embedder = embedder
+        self._document_names: DocumentNames | None = None
         self._records: dict[str, Chunk | None] = {}  # chunk_id → DuckDB record (None: not in DuckDB)
         self._terms: dict[str, int] = {}  # BM25 term → id, for the chunks' term sets (MMR's Jaccard)
         self._term_sets: dict[str, np.ndarray] = {}  # chunk_id → its distinct term ids
@@ -103,6 +105,15 @@ class Retriever:
 
             self._embedder = load_query_encoder(self.settings)
         return self._embedder
+
+    @property
+    def document_names(self) -> DocumentNames:
+        if self._document_names is None:  # read on first use: the KB does not change during a run
+            from warehouse.chunks import document_covers
+
+            self._document_names = DocumentNames(document_covers(self.settings.db_path, self.kb, COVER_NAME_CHUNKS,
+                                                                 COVER_CHARS_READ))
+        return self._document_names
 
     def records(self, chunk_ids: Collection[str]) -> dict[str, Chunk]:
         """The DuckDB records of `chunk_ids` (those it knows), read once per run: a batch reads only
@@ -264,7 +275,8 @@ class Retriever:
             r.trace(ch.channel, [(cid, score, f"variant {ch.variant}" if ch.variant else "") for cid, score in ch.hits])
         cosines = [hits[0][1] for ch in chs if ch.channel == VECTOR and (hits := ch.hits)]
         r.top_cosine = max(cosines) if cosines else None
-        cands = catalogues_last(r.question, self._fuse(chs, records))
+        cands = named_documents_first(self.document_names.named(r.question),
+                                      catalogues_last(r.question, self._fuse(chs, records)))
         r.trace("rrf", cands)
         chapters = chapter_markers(r.question) if s.retrieval.section_filter_enabled else []
         cands = filter_candidates(cands, inactive=self.inactive, sources=sources, section=section, chapters=chapters)

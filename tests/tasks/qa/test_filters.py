@@ -9,8 +9,9 @@ import numpy as np
 from schemas.chunk import Chunk
 from schemas.qa import RERANK, RRF
 from schemas.settings import Settings
-from tasks.qa.filters import (adaptive_top_k, catalogues_last, chapter_markers, filter_candidates, in_section, is_enum_query,
-                              jaccard_rows, mmr, mmr_order, term_id_sets)
+from tasks.qa.filters import (DocumentNames, adaptive_top_k, catalogues_last, chapter_markers, filter_candidates,
+                              in_section, is_enum_query, jaccard_rows, mmr, mmr_order, named_documents_first,
+                              term_id_sets)
 from tasks.qa.types import Candidate
 
 
@@ -152,3 +153,55 @@ def test_a_catalogue_of_the_corpus_goes_below_the_documents_it_names():
     assert catalogues_last("In the Civil Code report, when may a man file for divorce?", cands)[0].chunk_id \
         == "unit_test_headers_numbered.docx_0"
     assert catalogues_last(question, cands[:3])[0].chunk_id == "SOURCES.md_2"
+
+
+# the openings (section path, text) of documents as the docs knowledge base holds them (../shared/data/docs)
+COVERS = {
+    "zh_pdf/prc_civil_code.pdf": [("中华人民共和国民法典", "中华人民共和国民法典"),
+                                  ("（2020 年 5 月 28 日第十三届全国人民代表大会第三次会议通过）", "…")],
+    "zh_pdf/prc_constitution.pdf": [("中华人民共和国宪法", "中华人民共和国宪法\n（1982 年 12 月 4 日第五届全国人民代表大会…")],
+    "zh_pdf/byd_2025q1_quarterly_report.pdf": [("", "证券代码:002594\n证券简称:比亚迪\n公告编号:2025-035"),
+                                               ("比亚迪股份有限公司 2025 年第一季度报告", "比亚迪股份有限公司 2025 年第一季度报告")],
+    "zh_docx/nbt_npp_periodic_safety_review_part1_draft.docx": [
+        ("", "ICS 27.120.99\nF69"), ("", "备案号："),
+        ("", "NB\n中华人民共和国能源行业标准\n核电厂定期安全评价\n第1部分：通用要求\nPart 1: General Requirements")],
+    "zh_docx/nbt_npp_psr_part1_drafting_notes.docx": [
+        ("", "NB/T XXXX－20YY 核电厂定期安全评价 第1部分：通用要求\n编制说明\n（征求意见稿）\n（2023年3月）")],
+    "en/unit_test_headers_numbered.docx": [("Test Document", "Test Document"), ("1 Section 1", "1 Section 1")],
+    "zh_docx/procurement_contract_headings_table_images.docx": [("这是标题 > 1.1.1.1 其他", "这是标题\n1.1.1.1 其他")],
+    "en/word_sample.docx": [("", "Summer activities"), ("Swimming in the lake", "Swimming in the lake\nDuck")],
+    "rgb_zh_refine_dev/rgbzh-1972.txt": [("", "1972年的一则新闻")],
+}
+
+
+def test_the_document_a_question_names_by_its_file_name_or_title():
+    names = DocumentNames(COVERS)
+    named = lambda q: {s.rsplit("/", 1)[-1] for s in names.named(q)}  # noqa: E731
+    # "PRC" names both laws, "Civil Code" one
+    assert named("Under the PRC Civil Code, after how many years does the right lapse?") == {"prc_civil_code.pdf"}
+    assert named("According to the PRC Constitution, who elects the President?") == {"prc_constitution.pdf"}
+    assert named("根据民法典，诉讼时效期间是几年？") == {"prc_civil_code.pdf"}
+    assert named("比亚迪2025年一季报中，货币资金是多少？") == {"byd_2025q1_quarterly_report.pdf"}
+    # a cover's title: the notes say "编制说明" only there; the draft's title stands on its cover past two chunks
+    assert named("核电厂定期安全评价第1部分的编制说明列出的主要修订点中，第6条增加的是哪一条内容？") == {
+        "nbt_npp_psr_part1_drafting_notes.docx"}
+    assert named("In the drafting notes for Part 1 of the PSR standard, when was the draft finished?") == {
+        "nbt_npp_psr_part1_drafting_notes.docx"}
+    # a field's label names nothing (BYD's "公告编号:"), nor do the words for a document or its parts ("这是标题")
+    assert named("在那份带编号标题的文档中，约束列表里的第三项是什么？") == set()
+    assert named("In the numbered-headers unit test document, what is the third constraint?") == {
+        "unit_test_headers_numbered.docx"}
+    # words a name holds too few of name a subject, not a document; a number alone names none
+    assert named("在民事活动的历史中，什么最重要？") == set()
+    assert named("In a 1972 report, what did the critic praise?") == set()
+    assert named("In the document's second table, what is listed first?") == set()
+    assert named("What is the outgoing voltage of the cell?") == set()  # no words naming a document
+
+
+def test_the_named_documents_chunks_go_first():
+    cands = [cand("other1", 0.7, source="a.pdf"), cand("named1", 0.6, source="b.pdf"),
+             cand("other2", 0.4, source="a.pdf"), cand("named2", 0.35, source="b.pdf")]
+    assert [c.chunk_id for c in named_documents_first(frozenset({"b.pdf"}), cands)] == [
+        "named1", "other1", "named2", "other2"]
+    assert named_documents_first(frozenset({"c.pdf"}), cands) == cands  # none of the candidates is from it
+    assert named_documents_first(frozenset(), cands) == cands

@@ -13,6 +13,7 @@ from tasks.qa.questions import read_questions
 from tasks.index.views import chunk_id_of
 from tasks.qa.retriever import Retriever
 from tasks.qa.types import STAGES, trace_records
+from tests.conftest import CMRC, CMRC_PASSAGES
 from tests.tasks.qa.test_rerank import build_tiny_cross_encoder
 
 
@@ -149,3 +150,29 @@ def test_a_run_reads_each_chunk_record_once(cmrc, monkeypatch):
     assert [[(c.chunk_id, c.score) for c in r.ranked] for r in again] == \
         [[(c.chunk_id, c.score) for c in r.ranked] for r in first]
     assert all(c.chunk is not None for r in again for c in r.ranked)
+
+
+def test_a_question_naming_a_document_ranks_its_chunks_above_the_others(cmrc, monkeypatch):
+    import tasks.qa.filters as filters
+
+    settings, retriever, questions = cmrc
+    q = questions[0]
+    rows = [json.loads(line) for line in (CMRC / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
+    title = {row["pid"]: row["title"] for row in rows[:CMRC_PASSAGES]}  # the passages the KB holds
+    gold = q.gold_pids[0]
+    # another passage of the KB, named by its title, asked with the first question's words
+    named = next(pid for pid in title if title[pid] != title[gold] and len(title[pid]) >= 3
+                 and sum(t == title[pid] for t in title.values()) == 1)
+    question = f"在《{title[named]}》一文中，{q.question}"
+    assert retriever.document_names.named(question) == {f"{named}.md"}
+    others = filters.NAMED_DOCUMENT_OTHERS
+    (routed,) = retriever.retrieve_batch([question])
+    monkeypatch.setattr(filters, "NAMED_DOCUMENT_OTHERS", 1.0)
+    (plain,) = retriever.retrieve_batch([question])
+    before, after = ({cid: score for cid, score, _ in next(st.hits for st in r.stages if st.stage == "rrf")}
+                     for r in (plain, routed))
+    assert before.keys() == after.keys() and any(cid.rsplit("_", 1)[0] == f"{named}.md" for cid in after)
+    for cid, score in after.items():  # the named passage's chunks keep their score, the others' are lowered
+        assert score == pytest.approx(before[cid] * (1.0 if cid.rsplit("_", 1)[0] == f"{named}.md" else others))
+    rank = lambda r: next(i for i, c in enumerate(r.ranked) if c.source == f"{named}.md")  # noqa: E731
+    assert rank(routed) < rank(plain) or rank(routed) == 0
