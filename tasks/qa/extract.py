@@ -631,7 +631,8 @@ def _unique_values(content: str, numbers: bool = False) -> frozenset[str]:
                      if n == 1 and len(cell) >= QUOTED_VALUE_MIN_CHARS and not _NUMBER_CELL.match(cell))
 
 
-COUNT_WORDS = "first second third fourth fifth sixth seventh eighth ninth tenth".split()
+COUNT_WORDS = ("first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
+               "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth").split()
 ORDINAL_WORDS = "|".join([*COUNT_WORDS, "last"])
 LAST = -1  # the ordinal of "the last item", "最后一项"
 _ORDINALS = {chinese_numeral(i): i for i in range(1, 100)} | \

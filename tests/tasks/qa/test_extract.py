@@ -680,6 +680,17 @@ def test_numbered_lines_are_items_and_the_last_one_is_asked_too():
     assert "5. Resource Constraints" in last.text
     assert asked_ordinal("最后一项评价要点是什么？") == asked_ordinal("what is the last item?") == LAST
     assert asked_ordinal("What is the first task of the working body?") == 1
+    assert asked_ordinal("What is the twentieth power listed?") == 20
+    # past the tenth in English too (the Part 12 draft's clause 5.2.1, as the docs knowledge base holds it)
+    ssc = Chunk(content="5.2.1 评价范围\n设计要素的评价范围为安全重要物项。压水堆核电厂常见的安全重要SSCs通常包括（不限于）：\n"
+                        + "\n".join(f"{i}. {name}；" for i, name in enumerate(
+                            ["反应堆及反应堆冷却剂系统", "一回路辅助系统", "专设安全设施", "辅助冷却水系统", "二回路相关系统",
+                             "放射性废物处理与流出物排放系统", "消防系统", "核安全相关的堆芯、核燃料装卸贮存系统", "仪表和控制系统",
+                             "电力系统", "通风系统", "反应堆厂房、核辅助厂房等构筑物"], 1)),
+                chunk_type=TEXT, source="part12.docx", chunk_id="part12.docx_17")
+    eleventh = extractive_answer("Which item is eleventh in the list of safety-important SSCs of a PWR plant in clause "
+                                 "5.2.1?", build_context([Candidate(ssc.chunk_id, 0.9, chunk=ssc)], Settings()), Settings())
+    assert "11. 通风系统" in eleventh.text and "12." not in eleventh.text.split("[ref:")[0]
     assert asked_ordinal("How much did inventory grow at the end of the third quarter?") is None  # a period
     # an item named by its number: "item 15 in the list of plant documents", "revision point 4"
     assert asked_ordinal("What is item 15 in the list of plant documents and records?") == 15
