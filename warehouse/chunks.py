@@ -213,16 +213,19 @@ def _asks_params(asks: Sequence[HeadingAsk]) -> list:
 
 def headed_chunks(db_path: Path, kb: str, asks: Sequence[HeadingAsk], n: int) -> list[Neighbour]:
     """Per ask, the first `n` chunks of its source whose own section (the last heading of their section path)
-    is the heading asked, in document order; one query."""
+    is the heading asked, with its number or without it ("Chart with caption" asks "2.3.1 Chart with caption"),
+    in document order; one query."""
     if not asks:
         return []
     cols = ", ".join(f"c.{name}" for name in CANDIDATE_COLUMNS)
     own = "lower(list_last(string_split(c.section_path, ' > ')))"
+    key = "replace(regexp_replace({}, '\\s+', '', 'g'), '’', chr(39))"  # `heading_key` in SQL
+    unnumbered = f"regexp_replace({own}, '^\\s*[0-9]+(\\.[0-9]+)*\\.?\\s+', '')"
     sql = f"""{_ASKS}
         SELECT a.qi, a.seed_id, {cols}
         FROM asks a JOIN chunks c ON c.kb = ? AND c.source = a.source
-         AND replace(regexp_replace({own}, '\\s+', '', 'g'), '’', chr(39)) = a.heading
-        QUALIFY row_number() OVER (PARTITION BY a.qi, c.source ORDER BY c.chunk_index) <= ?
+         AND a.heading IN ({key.format(own)}, {key.format(unnumbered)})
+        QUALIFY row_number() OVER (PARTITION BY a.qi, c.source, a.heading ORDER BY c.chunk_index) <= ?
         ORDER BY a.qi, c.source, c.chunk_index"""
     return _neighbours(db_path, sql, [*_asks_params(asks), kb, n])
 

@@ -40,7 +40,8 @@ from schemas.errors import LLMError
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, QAResult, Question
 from schemas.settings import Settings
 from tasks.index.views import document_name
-from tasks.qa.context import ASKS_CONTENTS, ASKS_DOCUMENT_TITLE, COVER_CHUNKS, Context, articles_asked, row_labels
+from tasks.qa.context import (ASKS_CONTENTS, ASKS_DOCUMENT_TITLE, COVER_CHUNKS, Context, articles_asked, quoted,
+                              row_labels)
 from tasks.qa.extract import (COUNT_WORDS, LAST, ORDINAL_WORDS, answers_what_is_asked, focus, form_lines,
                               labelled_rows, measure_asked, negated_terms, ordinal_number, scope_only_terms,
                               scope_parts, shortest_clause, table_cell, terms, without_scope)
@@ -807,9 +808,20 @@ def _part_asked(question: str) -> re.Pattern | None:
     return re.compile(rf"(?:^|(?<=[\s—\-–]))第\s*(?:{names})\s*{kind}\s*[:：]?\s*[^\s0-9]")
 
 
+# a question asking the number of a heading it quotes ("what section number does the 'Chart with caption' subsection
+# carry", "小节“公式示例”的编号是什么")
+_ASKS_HEADING_NUMBER = re.compile(r"\b(?:section|heading|subsection|chapter) number|章节号|节号|第几[章节]"
+                                  r"|(?:章节|小?节|标题)(?:[“\"'‘「][^”\"'’」]{1,40}[”\"'’」])?的?编号", re.IGNORECASE)
+
+
 def heading_asked(question: str) -> re.Pattern | None:
     """A pattern finding the heading whose title the question asks (in a line, or where PDF lines were
-    joined), or a numbered part's line (`_part_asked`), or None."""
+    joined), or a numbered part's line (`_part_asked`), or the numbered heading whose number it asks ("2.3.1 Chart
+    with caption" for 'Chart with caption'), or None."""
+    names = quoted(question) if _ASKS_HEADING_NUMBER.search(question) else []
+    if names:
+        titles = "|".join(r"\s+".join(map(re.escape, name.split())) for name in names)
+        return re.compile(rf"(?:^|(?<=\s))[0-9]+(?:\.[0-9]+)*\.?\s+(?:{titles})\s*$", re.IGNORECASE)
     m = _HEADING_NUMBER.search(question) if _ASKS_TITLE.search(question) else None
     if m is None:
         return _part_asked(question)

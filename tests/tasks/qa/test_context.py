@@ -16,7 +16,7 @@ from tasks.qa.context import (articles_asked, build_context, contexts_for, conti
 from tasks.qa.filters import in_section
 from tasks.qa.types import Candidate, Retrieval
 from warehouse import db
-from warehouse.chunks import fetch_chunks
+from warehouse.chunks import HeadingAsk, fetch_chunks, headed_chunks, heading_key
 
 PARENT = "三、做好货源投放前的基础工作"
 DOC = [  # (section_path, chunk_type, content)
@@ -304,6 +304,13 @@ def test_a_heading_the_question_quotes_is_read_in_the_hits_documents(tmp_path):
     # quoted with a straight apostrophe, the heading is the document's typographic one; "Let's" opens no quote
     eat = replace(asked, question="What is listed under the heading 'Let's eat' in the unit test document?")
     assert [c.chunk_id for c in expand_batch(path, "kb", [eat], s)[0]] == ["unit.docx_4"]
+    # quoted without its number ("Chart with caption" of "2.3.1 Chart with caption"), the heading is still found
+    bare = replace(asked, question="What is the first paragraph under the heading 'Section 2.1' in the unit test document?")
+    assert [(c.chunk_id, c.asked) for c in expand_batch(path, "kb", [bare], s)[0]] == [("unit.docx_3", True)]
+    # two headings quoted in one document: each brings its own first chunks
+    both = headed_chunks(path, "kb", [HeadingAsk(0, "unit.docx_3", "unit.docx", heading_key(h))
+                                      for h in ("2 Section 2", "Let's eat")], 1)
+    assert sorted(n.chunk.chunk_id for n in both) == ["unit.docx_2", "unit.docx_4"]
     unquoted = replace(asked, question="在单元测试文档中，第二节下的第二段文字是什么？")
     assert expand_batch(path, "kb", [unquoted], s) == [[]]
 

@@ -924,6 +924,21 @@ def test_the_title_of_a_numbered_heading_is_its_line():
     assert heading_asked("What is the capital of the region?") is None
 
 
+def test_the_number_of_a_quoted_heading_is_its_numbered_line():
+    # the MinerU DOCX demo's sections as they land (a heading chunk, then a chart under it; "2.2" names a longer title)
+    parts = [("2.2 Table/Figure/Chart with caption", "2.2\tTable/Figure/Chart with caption"),
+             ("2.3.1 Chart with caption", "2.3.1\tChart with caption"),
+             ("2.3.1 Chart with caption", "Chart 1: This is an easy line chart\n | Series 7 | Series 8\nCategory 1 | 2 | 3")]
+    chunks = [Chunk(content=text, chunk_type=TEXT, source="demo.docx", chunk_id=f"demo.docx_{62 + i}", chunk_index=62 + i,
+                    section_path=f"2 这是第二章标题 > {section}") for i, (section, text) in enumerate(parts)]
+    ctx = build_context([Candidate(c.chunk_id, 0.9 - i / 10, chunk=c) for i, c in enumerate(chunks)], Settings())
+    question = ("In the MinerU DOCX demo document ('MinerU supports DOCX document parsing now'), what section number "
+                "does the 'Chart with caption' subsection carry?")
+    assert extractive_answer(question, ctx, Settings()).text.startswith("2.3.1\tChart with caption")
+    assert heading_asked("示例文档中，小节“公式示例”的编号是什么？").search("2.1.7 公式示例")
+    assert heading_asked("What does the 'Chart with caption' subsection show?") is None  # no number asked
+
+
 # the foreword of nbt_npp_periodic_safety_review_part12_design_draft.docx, as it lands
 FOREWORD = ("前\u2003\u2003言\n《核电厂定期安全评价》分为15个部分：\n——第1部分：通用要求；\n——第11部分：设备合格鉴定；\n"
             "——第12部分：设计；\n——第13部分：应急计划；\n——第14部分：灾害分析；\n——第15部分：组织机构和行政管理。\n"
