@@ -267,7 +267,6 @@ def adaptive_top_k(scores: Sequence[float], scale: str, settings: Settings) -> i
     return max(0, min(k, passing))
 
 
-
 # a document a question names ("Under the PRC Civil Code, …", "核电厂定期安全评价第1部分的编制说明列出的…中，"): the
 # chunks of the others rank below its own (their fused score times NAMED_DOCUMENT_OTHERS), whatever words they share
 NAMED_DOCUMENT_OTHERS = 0.8

@@ -108,7 +108,8 @@ class Retriever:
 
     @property
     def document_names(self) -> DocumentNames:
-        if self._document_names is None:  # read on first use: the KB does not change during a run
+        """The names of the KB's documents (`DocumentNames`), read on first use: the KB does not change in a run."""
+        if self._document_names is None:
             from warehouse.chunks import document_covers
 
             self._document_names = DocumentNames(document_covers(self.settings.db_path, self.kb, COVER_NAME_CHUNKS,

@@ -305,7 +305,8 @@ def test_a_heading_the_question_quotes_is_read_in_the_hits_documents(tmp_path):
     eat = replace(asked, question="What is listed under the heading 'Let's eat' in the unit test document?")
     assert [c.chunk_id for c in expand_batch(path, "kb", [eat], s)[0]] == ["unit.docx_4"]
     # quoted without its number ("Chart with caption" of "2.3.1 Chart with caption"), the heading is still found
-    bare = replace(asked, question="What is the first paragraph under the heading 'Section 2.1' in the unit test document?")
+    bare = replace(asked, question="What is the first paragraph under the heading 'Section 2.1' in the unit test "
+                                   "document?")
     assert [(c.chunk_id, c.asked) for c in expand_batch(path, "kb", [bare], s)[0]] == [("unit.docx_3", True)]
     # two headings quoted in one document: each brings its own first chunks
     both = headed_chunks(path, "kb", [HeadingAsk(0, "unit.docx_3", "unit.docx", heading_key(h))

@@ -688,8 +688,9 @@ def test_numbered_lines_are_items_and_the_last_one_is_asked_too():
                              "放射性废物处理与流出物排放系统", "消防系统", "核安全相关的堆芯、核燃料装卸贮存系统", "仪表和控制系统",
                              "电力系统", "通风系统", "反应堆厂房、核辅助厂房等构筑物"], 1)),
                 chunk_type=TEXT, source="part12.docx", chunk_id="part12.docx_17")
+    listed = build_context([Candidate(ssc.chunk_id, 0.9, chunk=ssc)], Settings())
     eleventh = extractive_answer("Which item is eleventh in the list of safety-important SSCs of a PWR plant in clause "
-                                 "5.2.1?", build_context([Candidate(ssc.chunk_id, 0.9, chunk=ssc)], Settings()), Settings())
+                                 "5.2.1?", listed, Settings())
     assert "11. 通风系统" in eleventh.text and "12." not in eleventh.text.split("[ref:")[0]
     assert asked_ordinal("How much did inventory grow at the end of the third quarter?") is None  # a period
     # an item named by its number: "item 15 in the list of plant documents", "revision point 4"
@@ -928,9 +929,11 @@ def test_the_number_of_a_quoted_heading_is_its_numbered_line():
     # the MinerU DOCX demo's sections as they land (a heading chunk, then a chart under it; "2.2" names a longer title)
     parts = [("2.2 Table/Figure/Chart with caption", "2.2\tTable/Figure/Chart with caption"),
              ("2.3.1 Chart with caption", "2.3.1\tChart with caption"),
-             ("2.3.1 Chart with caption", "Chart 1: This is an easy line chart\n | Series 7 | Series 8\nCategory 1 | 2 | 3")]
-    chunks = [Chunk(content=text, chunk_type=TEXT, source="demo.docx", chunk_id=f"demo.docx_{62 + i}", chunk_index=62 + i,
-                    section_path=f"2 这是第二章标题 > {section}") for i, (section, text) in enumerate(parts)]
+             ("2.3.1 Chart with caption",
+              "Chart 1: This is an easy line chart\n | Series 7 | Series 8\nCategory 1 | 2 | 3")]
+    chunks = [Chunk(content=text, chunk_type=TEXT, source="demo.docx", chunk_id=f"demo.docx_{62 + i}",
+                    chunk_index=62 + i, section_path=f"2 这是第二章标题 > {section}")
+              for i, (section, text) in enumerate(parts)]
     ctx = build_context([Candidate(c.chunk_id, 0.9 - i / 10, chunk=c) for i, c in enumerate(chunks)], Settings())
     question = ("In the MinerU DOCX demo document ('MinerU supports DOCX document parsing now'), what section number "
                 "does the 'Chart with caption' subsection carry?")
