@@ -1231,11 +1231,14 @@ def focus(question: str) -> str:
 # where a question says which document it asks about: a 《title》, a leading "X中，" / "X里的" / "X上的" /
 # "根据X，" / "X这项标准", or "In the X paper, …" / "In the X's table, …" / "… in the X paper's table"
 _DOCUMENT_WORDS = "standard|paper|report|document|guide|manual|datasheet"  # the words for a document
+_DOCUMENT_WORDS_CJK = "论文|研报|报告|标准|手册|说明书|规格书"  # and in Chinese
+# the words for a document in both languages, one alternation (`tasks.qa.filters`: they name no document)
+DOCUMENT_WORDS = f"{_DOCUMENT_WORDS}|{_DOCUMENT_WORDS_CJK}"
 _SCOPE_TITLE = re.compile(r"《([^》]+)》")
 _SCOPE_CJK = re.compile(r"^\s*(.{2,40}?)(?:中|里|上)(?:，|,|的)|^\s*(?:根据|按照|依据|按)(.{2,40}?)(?:，|,)"
                         r"|^\s*(.{2,40}?)这(?:项|份|个|篇|部|本)"
                         # "CC-SAM论文中Places-LT、…的对比表里，…": to the word for a document
-                        r"|^\s*([^，,。？?]{2,30}?(?:论文|研报|报告|标准|文档|手册|说明书|规格书))(?:中|里|(?=第[0-9]))"
+                        rf"|^\s*([^，,。？?]{{2,30}}?(?:{_DOCUMENT_WORDS_CJK}|文档))(?:中|里|(?=第[0-9]))"
                         # "IBM DB2 for i 行列访问控制（RCAC）红皮书指出，…": the document says what is asked
                         r"|^\s*([^，,。？?]{2,40}?)(?:指出|提到|写道|称|说)[，,]"
                         # "这份政府采购合同要求…": to the first word for a document
@@ -1244,7 +1247,7 @@ _SCOPE_CJK = re.compile(r"^\s*(.{2,40}?)(?:中|里|上)(?:，|,|的)|^\s*(?:根�
 # "（CC-SAM论文Table 4）"
 _SCOPE_CITED = re.compile(r"[（(]\s*(?:依据|根据|按照|参见|参照|见)\s*([^（）()]{2,40}?)\s*[)）]"
                           r"|(?:请|需)?(?:依据|根据|参照)([^，,。？?（）()]{2,40}?)[。.]?\s*$"
-                          r"|[（(]([^（）()]{1,30}?(?:论文|研报|报告|标准|手册|说明书|规格书)[^（）()]{0,12})[)）]")
+                          rf"|[（(]([^（）()]{{1,30}}?(?:{_DOCUMENT_WORDS_CJK})[^（）()]{{0,12}})[)）]")
 _SCOPE_EN = re.compile(r"^\s*(?:in|from|according to|under)\s+(?:the\s+)?(.{2,160}?)(?:'s\b|’s\b|,)"
                        r"|\b(?:in|from|of) the (\S+(?: \S+)?)(?:'s|’s)? (?:paper|report|document|datasheet|standard|manual)\b",
                        re.IGNORECASE)

@@ -17,7 +17,7 @@ from schemas.chunk import Chunk
 from schemas.qa import RERANK
 from schemas.settings import Settings
 from tasks.index.views import document_name
-from tasks.qa.extract import scope_parts, terms
+from tasks.qa.extract import DOCUMENT_WORDS, scope_parts, terms
 from tasks.qa.types import Candidate
 
 _ENUM_QUERY = re.compile(r"有哪些|有哪几|哪几[个种类项条]|包括哪|包含哪|列举|列出|分别是|分别有|都有什么|有几[个种类项条]|几个方面|"
@@ -276,8 +276,7 @@ NAMED_DOCUMENT_NEAR = 0.75  # documents named nearly as well as the best are nam
 COVER_NAME_CHUNKS, COVER_CHARS_READ = 5, 320  # the chunks of a document whose headings and cover lines name it
 NAME_LINE_CHARS = 40  # a cover's line this short is a title's ("核电厂定期安全评价", "第1部分：通用要求"), not a sentence
 # the words for a document or its parts name none ("In the report, …"; "这是标题" is a contract's placeholder title)
-_DOCUMENT_KIND = frozenset(terms("document paper report standard guide manual datasheet table file title heading "
-                                 "文档 文件 论文 报告 研报 标准 指南 手册 说明书 规格书 表格 标题"))
+_DOCUMENT_KIND = frozenset(terms(DOCUMENT_WORDS.replace("|", " ") + " table file title heading 文档 文件 指南 表格 标题"))
 
 _FIELD_LABEL = re.compile(r"^\s*[^:：\s]{1,8}\s*[:：]")  # a short label: "证券代码:", "备案号："
 
