@@ -291,10 +291,27 @@ def _next_reference(prev: str, line: str) -> bool:
     return prev.rstrip().endswith(".") and bool(_REFERENCE_ENTRY.match(prev) and _REFERENCE_ENTRY.match(line))
 
 
+# a list of standards whose line breaks the parser lost ("GB/T 2965—2007 钛及钛合金棒材GB/T 3621—2007 钛及钛合金板材
+# …", "GB/T 3620.2 …允许偏差GB/T 4698(所有部分) …"): each entry is a standard's number and title, so the line is split
+# before each number glued to the title before it
+_STANDARD_NUMBER = re.compile(r"(?:GB|GJB|YS|HB|JB|NB|DL|HG|SH|QB|SJ|YY|HAD|HAF|EJ)(?:/[TZ])?\s*[0-9]+(?:\.[0-9]+)*[A-Z]?"
+                              r"(?:\s*[—–-]\s*(?:19|20)[0-9]{2})?(?![0-9.])")
+_GLUED_STANDARD = re.compile(rf"(?<=[^\sA-Za-z0-9/、，,;；:：（(])(?={_STANDARD_NUMBER.pattern})")
+MIN_STANDARDS = 3  # entries a line opening with a standard's number holds to be read as such a list
+
+
+def _standard_entries(line: str) -> list[str]:
+    if not _STANDARD_NUMBER.match(line.lstrip()):
+        return [line]
+    entries = _GLUED_STANDARD.split(line)
+    return entries if len(entries) >= MIN_STANDARDS else [line]
+
+
 def sentences(text: str) -> list[str]:
     parts = [s.strip() for line in unwrap_lines(text).split("\n")
              for s in ([line] if _REFERENCE_ENTRY.match(line) and len(line) <= MAX_SENTENCE_CHARS
-                       else _SENTENCE_END.split(line)) if s and s.strip()]
+                       else (e for entry in _standard_entries(line) for e in _SENTENCE_END.split(entry)))
+             if s and s.strip()]
     out: list[str] = []
     for part in parts:
         out.append(f"{out.pop()} {part}" if out and _BARE_NUMBER.match(out[-1]) else part)
@@ -1284,17 +1301,19 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             picked.append(item)
     asked = answers_what_is_asked(question)
     if asked is not None and not any(asked(unit) for unit, _ in picked):
-        # the question asks a number, a date, a code or an address the quoted units lack: add the best unit
-        # holding one when it scores at least half the best ("货币资金 — 期初余额: …" after a value-less
-        # line), else the sentence right after the best one when it holds it (a datasheet states the
-        # setting, "stored at full charge for 30 days", then the value)
-        holding = next(((unit, cid) for score, _, _, unit, cid, _ in scored
-                        if score >= SECOND_UNIT_RATIO * scored[0][0] and asked(unit)), None)
+        # the question asks a number, a date, a code or an address the quoted units lack: add the sentence right
+        # after the best one when it holds it (a datasheet states the setting, "stored at full charge for 30 days",
+        # then the value; a standard the rule, then "按 GB/T 8170 … 修约"), else the best unit holding one when it
+        # scores at least half the best ("货币资金 — 期初余额: …" after a value-less line)
+        holding = None
         best = scored[0][-1]
-        if holding is None and best + 1 < len(units):
+        if best + 1 < len(units):
             first, after = units[best], units[best + 1]
             if first.sentence and after.sentence and after.order == first.order and asked(after.text):
                 holding = (after.text[:MAX_SENTENCE_CHARS], after.chunk_id)
+        if holding is None:
+            holding = next(((unit, cid) for score, _, _, unit, cid, _ in scored
+                            if score >= SECOND_UNIT_RATIO * scored[0][0] and asked(unit)), None)
         if holding is not None:
             picked.append(holding)
     best = scored[0][-1]

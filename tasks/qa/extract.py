@@ -1322,9 +1322,12 @@ def cjk_numbers(text: str) -> set[str]:
     return {m.group(1) for m in _CJK_NUMBER.finditer(text or "")}
 
 
-# a question asking a code or a document's number ("which safety-factor code", "公告编号") is answered by one: letters
-# with digits ("SF3", "IAEA SSG-25", "NB/T 20513.1-2018") or digits joined by a dash ("2025-035"), not "第11部分"
-_ASKS_CODE = re.compile(r"\b(?:which|what)\s+(?:[\w-]+\s+){0,3}code\b|代号|代码|编码|编号", re.IGNORECASE)
+# a question asking a code, a document's number or a standard ("which safety-factor code", "公告编号", "rounded
+# according to which standard", "按哪个标准进行") is answered by one: letters with digits ("SF3", "IAEA SSG-25",
+# "NB/T 20513.1-2018", "GB/T 8170") or digits joined by a dash ("2025-035"), not "第11部分"
+_ASKS_CODE = re.compile(r"\b(?:which|what)\s+(?:[\w-]+\s+){0,3}(?:code|standard(?!\s+(?:charg|discharg|cycl|condition|"
+                        r"capacit|temperature|voltage|current|value|test)))\b|代号|代码|编码|编号"
+                        r"|哪(?:个|项|一|份|部)?[\u4e00-\u9fff]{0,4}标准(?!化)", re.IGNORECASE)
 _CODE_VALUE = re.compile(r"(?<![A-Za-z0-9])(?:[A-Z]{1,6}[-/ ]?[0-9][0-9A-Za-z.\-—]*|[0-9]{2,}[-—][0-9]+)")
 
 

@@ -433,6 +433,47 @@ def test_a_line_ending_with_a_date_ends_its_entry():
                                "风险提示:线下消费持续疲软、品牌形象受损、渠道拓展不及预期。"]
 
 
+# gbt3620.1-2016_titanium_alloy_standard.pdf as landed (chunk 28): Annex D.3's list of standards, its line breaks lost
+STANDARDS = ("D.3 参考标准\nGB/T 2965—2007 钛及钛合金棒材GB/T 3621—2007 钛及钛合金板材GB/T 3622—2012 钛及钛合金带、箔材"
+             "GB/T 3623—2007 钛及钛合金丝GB/T 3624—2010 钛及钛合金无缝管GB/T 3625—2007 换热器及冷凝器用钛及钛合金管"
+             "GB/T 12769—2007 钛铜复合棒GB/T 13810—2007 外科植入物用钛及钛合金加工材GB/T 14845—2007 板式换热器用钛板"
+             "GB/T 16598—2013 钛及钛合金饼和环GB/T 26057—2010 钛及钛合金焊接管GB/T 26058—2010 钛及钛合金挤压管"
+             "GJB 2218A—2008 航空用钛及钛合金棒材和锻坯YS/T 658—2007 焊管用钛带YS/T 750—2011 热轧钛带卷\n"
+             "YS/T 794—2012 钛种板YS/T 795—2012 高尔夫球头用钛及钛合金板材")
+
+
+def test_a_list_of_standards_glued_together_is_read_entry_by_entry():
+    assert sentences(STANDARDS)[:3] == ["D.3 参考标准", "GB/T 2965—2007 钛及钛合金棒材", "GB/T 3621—2007 钛及钛合金板材"]
+    assert "GJB 2218A—2008 航空用钛及钛合金棒材和锻坯" in sentences(STANDARDS)
+    # the normative references (chunk 6) name standards without their year
+    assert sentences("GB/T 3620.2 钛及钛合金加工产品化学成分允许偏差GB/T 4698(所有部分) 海绵钛、钛及钛合金化学分析方法"
+                     "GB/T 8170 数值修约规则与极限数值的表示和判定") == [
+        "GB/T 3620.2 钛及钛合金加工产品化学成分允许偏差", "GB/T 4698(所有部分) 海绵钛、钛及钛合金化学分析方法",
+        "GB/T 8170 数值修约规则与极限数值的表示和判定"]
+    # a sentence citing standards (Annex A's note, chunk 16) is no list of them
+    note = "注：TB1、TC5为GB/T3620.1—1983年制定国标时删除的牌号，TA8、TC7为GB/T3620.1—1994年国标修订时删除的牌号。"
+    assert sentences(note) == [note]
+    chunk = _chunk("gbt3620.pdf_28", STANDARDS, "text")
+    answer = extractive_answer("In the reference standards of Annex D (D.3) of GB/T 3620.1-2016, which standard number is "
+                               "given for titanium strip for welded pipe (焊管用钛带)?", _context((chunk, 0.9)), S)
+    assert answer.text == "YS/T 658—2007 焊管用钛带[ref:gbt3620.pdf_28]"
+
+
+def test_a_question_asking_a_standard_is_answered_by_the_sentence_naming_it_after_the_best_one():
+    # gbt3620.1-2016_titanium_alloy_standard.pdf, chunk 10: the rule, then the standard its digits are rounded by
+    rules = _chunk("gbt3620.pdf_10", "4 化学成分分析和分析报告\n4.1 钛及钛合金产品化学成分仲裁分析按 GB/T 4698进行,常规检验可按ICP "
+                   "或认可的其他方法进行。4.3 钛及钛合金产品的化学成分允许做第二次分析,并以第二次的分析结果为最终判定依据。\n4.4 化学成分分析报告中的分析数值,其有效位数应与本标准中对应牌号的相应界限数值的有效位数一致。"
+                   "有效位数后面的数字应按 GB/T 8170规定的规则进行修约。", "text")
+    cover = _chunk("gbt3620.pdf_2", "中华人民共和国国家标准GB/T 3620.1—2016代替 GB/T 3620.1—2007钛及钛合金牌号和化学成分", "text")
+    question = ("Under GB/T 3620.1-2016, the digits beyond the significant figures in a chemical analysis report must be "
+                "rounded according to which standard?")
+    assert answers_what_is_asked(question) is not None and answers_what_is_asked("按哪个标准修约？") is not None
+    answer = extractive_answer(question, _context((rules, 0.9), (cover, 0.8)), S)
+    assert "GB/T 8170" in answer.text and "GB/T 4698" not in answer.text and answer.citations == ["gbt3620.pdf_10"]
+    assert answers_what_is_asked("What standard charge current does the SVOLT datasheet give?") is None
+    assert answers_what_is_asked("该标准由哪个标准化技术委员会归口？") is None
+
+
 def test_a_laws_sentence_is_said_in_its_article():
     # prc_constitution.pdf: the article's number opens its first sentence only
     law = _chunk("prc_constitution.pdf_13", "第十八条 中华人民共和国允许外国的企业和其他经济组织或者个人依照中华人民共和国法律的规定在中国投资。\n"
