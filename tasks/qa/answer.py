@@ -294,8 +294,8 @@ def _next_reference(prev: str, line: str) -> bool:
 # a list of standards whose line breaks the parser lost ("GB/T 2965—2007 钛及钛合金棒材GB/T 3621—2007 钛及钛合金板材
 # …", "GB/T 3620.2 …允许偏差GB/T 4698(所有部分) …"): each entry is a standard's number and title, so the line is split
 # before each number glued to the title before it
-_STANDARD_NUMBER = re.compile(r"(?:GB|GJB|YS|HB|JB|NB|DL|HG|SH|QB|SJ|YY|HAD|HAF|EJ)(?:/[TZ])?\s*[0-9]+(?:\.[0-9]+)*[A-Z]?"
-                              r"(?:\s*[—–-]\s*(?:19|20)[0-9]{2})?(?![0-9.])")
+_STANDARD_NUMBER = re.compile(r"(?:GB|GJB|YS|HB|JB|NB|DL|HG|SH|QB|SJ|YY|HAD|HAF|EJ)(?:/[TZ])?\s*"
+                              r"[0-9]+(?:\.[0-9]+)*[A-Z]?(?:\s*[—–-]\s*(?:19|20)[0-9]{2})?(?![0-9.])")
 _GLUED_STANDARD = re.compile(rf"(?<=[^\sA-Za-z0-9/、，,;；:：（(])(?={_STANDARD_NUMBER.pattern})")
 MIN_STANDARDS = 3  # entries a line opening with a standard's number holds to be read as such a list
 

@@ -112,6 +112,7 @@ _SUB_ITEM = re.compile(r"^\s*(?:其中|加|减)\s*[:：]\s*")  # a financial sta
 # by a term or two would (a header the question names more fully wins)
 _ASKS_NUMBERING = re.compile(r"编号|序号|\bitem number\b|\bNo\.|\brow number\b", re.IGNORECASE)
 NUMBERING_SCORE = 1.0
+_FILE_PATH = re.compile(r"[\w./-]*\w\.(?:pdf|docx?|md|html?|txt|xlsx?|pptx?|csv|json)", re.IGNORECASE)
 PATH_LABEL_TERMS = 4  # a label of this many terms written out names its row, even of the document's own words
 PLACED_COLUMN_SCORE = 2.0  # a column asked by its place ("the second column") over any its words name
 _NUMBERING = re.compile(r"^(?:no\.?|序号|[0-9]+(?:\.[0-9]+)*\.?)$", re.IGNORECASE)
@@ -911,6 +912,10 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
         _asked_first_cell(_ASKED_COLUMN_HEAD, question)
     forecast = bool(_ASKS_FORECAST.search(question)) or not years  # no year asked: any column may be
     focused = terms(focus(question))
+    # a file the question writes out ("…征求意见稿（zh_docx/nbt_npp_…_part1_draft.docx）有多少字节") is the row of a file
+    # list asked, whatever words the other rows' cells share with the question (part 12's Chinese title)
+    paths = {row[0] for row, _ in rows[1:] if row and _FILE_PATH.fullmatch(row[0].strip())
+             and _writes(writing, _plain(row[0]))}
     for block_headers, data in _blocks(rows):
         # a block with a column saying the opposite of what is asked is the other table ("前10名无限售条件
         # 股东持股情况" for 有限售条件股份): none of its columns is named
@@ -941,6 +946,8 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
             if group is row:
                 continue  # a row group's own header names its columns: it answers nothing
             place += 1
+            if paths and row[0] not in paths:
+                continue
             started = row_start is not None and _plain(row[0]) == row_start
             at_place = started or \
                 (place_asked is not None and place == (places if place_asked == LAST else place_asked))

@@ -454,19 +454,23 @@ def test_a_list_of_standards_glued_together_is_read_entry_by_entry():
     note = "注：TB1、TC5为GB/T3620.1—1983年制定国标时删除的牌号，TA8、TC7为GB/T3620.1—1994年国标修订时删除的牌号。"
     assert sentences(note) == [note]
     chunk = _chunk("gbt3620.pdf_28", STANDARDS, "text")
-    answer = extractive_answer("In the reference standards of Annex D (D.3) of GB/T 3620.1-2016, which standard number is "
-                               "given for titanium strip for welded pipe (焊管用钛带)?", _context((chunk, 0.9)), S)
+    question = ("In the reference standards of Annex D (D.3) of GB/T 3620.1-2016, which standard number is given for "
+                "titanium strip for welded pipe (焊管用钛带)?")
+    answer = extractive_answer(question, _context((chunk, 0.9)), S)
     assert answer.text == "YS/T 658—2007 焊管用钛带[ref:gbt3620.pdf_28]"
 
 
 def test_a_question_asking_a_standard_is_answered_by_the_sentence_naming_it_after_the_best_one():
     # gbt3620.1-2016_titanium_alloy_standard.pdf, chunk 10: the rule, then the standard its digits are rounded by
-    rules = _chunk("gbt3620.pdf_10", "4 化学成分分析和分析报告\n4.1 钛及钛合金产品化学成分仲裁分析按 GB/T 4698进行,常规检验可按ICP "
-                   "或认可的其他方法进行。4.3 钛及钛合金产品的化学成分允许做第二次分析,并以第二次的分析结果为最终判定依据。\n4.4 化学成分分析报告中的分析数值,其有效位数应与本标准中对应牌号的相应界限数值的有效位数一致。"
+    rules = _chunk("gbt3620.pdf_10", "4 化学成分分析和分析报告\n4.1 钛及钛合金产品化学成分仲裁分析按 GB/T 4698进行,"
+                   "常规检验可按ICP 或认可的其他方法进行。4.3 钛及钛合金产品的化学成分允许做第二次分析,"
+                   "并以第二次的分析结果为最终判定依据。\n4.4 化学成分分析报告中的分析数值,"
+                   "其有效位数应与本标准中对应牌号的相应界限数值的有效位数一致。"
                    "有效位数后面的数字应按 GB/T 8170规定的规则进行修约。", "text")
-    cover = _chunk("gbt3620.pdf_2", "中华人民共和国国家标准GB/T 3620.1—2016代替 GB/T 3620.1—2007钛及钛合金牌号和化学成分", "text")
-    question = ("Under GB/T 3620.1-2016, the digits beyond the significant figures in a chemical analysis report must be "
-                "rounded according to which standard?")
+    cover = _chunk("gbt3620.pdf_2", "中华人民共和国国家标准GB/T 3620.1—2016代替 GB/T 3620.1—2007钛及钛合金牌号和化学成分",
+                   "text")
+    question = ("Under GB/T 3620.1-2016, the digits beyond the significant figures in a chemical analysis report "
+                "must be rounded according to which standard?")
     assert answers_what_is_asked(question) is not None and answers_what_is_asked("按哪个标准修约？") is not None
     answer = extractive_answer(question, _context((rules, 0.9), (cover, 0.8)), S)
     assert "GB/T 8170" in answer.text and "GB/T 4698" not in answer.text and answer.citations == ["gbt3620.pdf_10"]

@@ -1142,6 +1142,17 @@ def test_a_file_path_written_out_names_its_row_of_a_file_list_whatever_document_
                "according to the repo column of SOURCES.md?"
     cell = table_cell(question, files, frozenset({"constitution", "github", "local", "pdf", "prc", "zh"}))
     assert (cell.value, cell.written) == ("bobo-xiaoming/zufang", True)
+    # the file written out names its row however many words of another row's cells the question holds too (part
+    # 12's title in its path of the repo, where part 1's path says 审查指南)
+    drafts = ("local file | repo | path in repo | bytes\n"
+              "zh_docx/nbt_npp_periodic_safety_review_part1_draft.docx | chatchat-space/Langchain-Chatchat (on master)"
+              " | "
+              "…/standard/content/核电厂定期安全审查指南 第1部分：通用要求（征求意见稿）.docx | 78,509\n"
+              "zh_docx/nbt_npp_periodic_safety_review_part12_design_draft.docx | chatchat-space/Langchain-Chatchat | "
+              "…/standard/content/核电厂定期安全评价 第12部分：设计（征求意见稿20230317）.docx | 110,575")
+    question = "SOURCES.md清单的repo一栏里，核电厂定期安全评价第1部分征求意见稿（zh_docx/nbt_npp_periodic_safety_review_part1_draft.docx）" \
+               "在仓库名后面用括号注明了取自哪个分支？"
+    assert table_cell(question, drafts).label == "zh_docx/nbt_npp_periodic_safety_review_part1_draft.docx"
     # a short label of the document's own name writes no row out ("CC-SAM" in the CC-SAM paper)
     results = "Method | Many | Few\nCE | 65.9 | 8.2\nCC-SAM | 61.4 | 36.4"
     assert not table_cell("In the CC-SAM paper, what Few accuracy does CC-SAM reach?", results,
