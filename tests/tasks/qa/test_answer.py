@@ -478,6 +478,21 @@ def test_a_question_asking_a_standard_is_answered_by_the_sentence_naming_it_afte
     assert answers_what_is_asked("该标准由哪个标准化技术委员会归口？") is None
 
 
+def test_the_other_clause_of_the_best_ones_sentence_is_quoted_with_it_when_it_nearly_ties():
+    # prc_civil_code.pdf as landed (chunk 264): the clause after the answer holds as many of the question's words
+    article = _chunk("civil_code.pdf_264", "第一千二百零六条 产品投入流通后发现存在缺陷的，生产者、销售者应当及时采取停止销售、警示、"
+                     "召回等补救措施；未及时采取补救措施或者补救措施不力造成损害扩大的，对扩大的损害也应当承担侵权责任。\n"
+                     "依据前款规定采取召回措施的，生产者、销售者应当负担被侵权人因此支出的必要费用。", "text")
+    question = "民法典产品责任一章规定，产品投入流通后发现存在缺陷的，生产者、销售者应当及时采取哪些补救措施？"
+    answer = extractive_answer(question, _context((article, 0.9)), S)
+    assert answer.text == ("第一千二百零六条 产品投入流通后发现存在缺陷的，生产者、销售者应当及时采取停止销售、警示、召回等补救措施；"
+                           "[ref:civil_code.pdf_264]未及时采取补救措施或者补救措施不力造成损害扩大的，对扩大的损害也应当承担侵权"
+                           "责任。[ref:civil_code.pdf_264]")
+    # two sentences are not one: the best is quoted alone
+    apart = _chunk("civil_code.pdf_264", article.content.replace("补救措施；", "补救措施。"), "text")
+    assert extractive_answer(question, _context((apart, 0.9)), S).text.count("[ref:") == 1
+
+
 def test_a_laws_sentence_is_said_in_its_article():
     # prc_constitution.pdf: the article's number opens its first sentence only
     law = _chunk("prc_constitution.pdf_13", "第十八条 中华人民共和国允许外国的企业和其他经济组织或者个人依照中华人民共和国法律的规定在中国投资。\n"
