@@ -1336,6 +1336,11 @@ def extractive_answer(question: str, context: Context, settings: Settings,
         after = units[best + 1]
         if after.sentence and after.order == units[best].order:
             picked.append((after.text[:MAX_SENTENCE_CHARS], after.chunk_id))
+    # a unit another quoted one holds is said once ("…如下： 1. …；" quotes its list's first item)
+    quoted = [unit for unit, _ in picked]
+    picked = [(unit, cid) for k, (unit, cid) in enumerate(picked)
+              if not any(j != k and unit in other and (len(other) > len(unit) or j < k)
+                         for j, other in enumerate(quoted))]
     text = "".join(f"{s}[ref:{cid}]" for s, cid in picked)
     return Answer(text, EXTRACTIVE, list(dict.fromkeys(cid for _, cid in picked)))
 

@@ -493,6 +493,18 @@ def test_the_other_clause_of_the_best_ones_sentence_is_quoted_with_it_when_it_ne
     assert extractive_answer(question, _context((apart, 0.9)), S).text.count("[ref:") == 1
 
 
+def test_a_unit_another_quoted_unit_holds_is_said_once():
+    # nbt_npp_periodic_safety_review_part12_design_draft.docx as landed (chunk 24): the line opening the list is
+    # quoted with its first item, which is also the clause after it
+    chunk = _chunk("part12.docx_24", "6.3.2 要点评价\n6.3.2.1.1 设计文件评价\n设计文件评价方法如下：\n1. 评价核电厂构筑物、系统和"
+                   "设备设计文件管理体系，评价设计文件管理体系的适当性；\n2. 评价SSCs设计文件与安全基准的符合性，SSCs设计文件包括："
+                   "最终安全分析报告（FSAR）、系统安全准则、系统设计文件等；同时评价不同设计文件之间的一致性；\n"
+                   "3. 整理设计文件相关的差异项。", "text")
+    question = "按《核电厂定期安全评价 第12部分：设计》征求意见稿，设计文件评价方法的第一步要评价核电厂构筑物、系统和设备的什么体系？"
+    answer = extractive_answer(question, _context((chunk, 0.9)), S)
+    assert "设计文件管理体系" in answer.text and answer.text.count("1. 评价核电厂构筑物") == 1
+
+
 def test_a_laws_sentence_is_said_in_its_article():
     # prc_constitution.pdf: the article's number opens its first sentence only
     law = _chunk("prc_constitution.pdf_13", "第十八条 中华人民共和国允许外国的企业和其他经济组织或者个人依照中华人民共和国法律的规定在中国投资。\n"
