@@ -678,8 +678,8 @@ def _labels_part_of(unit: str, about: str) -> bool:
 
 
 # a question asking the caption of a chart or a table (a figure's is in its image description)
-_ASKS_CAPTION = re.compile(r"\bcaption\b|题注|图注|表注", re.IGNORECASE)
-_NAMES_GRID = re.compile(r"\b(?:chart|table|graph)\b|图表|表格", re.IGNORECASE)
+_ASKS_CAPTION = re.compile(r"\bcaption\b|题注|图注|表注|标题说明", re.IGNORECASE)
+_NAMES_GRID = re.compile(r"\b(?:chart|table|graph)\b|图表|表格|(?<![图代])表\s*[0-9]", re.IGNORECASE)
 # a name the question quotes ("section 2.2.2 'Table with caption'") asks nothing of its words
 _QUOTED_NAME = re.compile(r"“[^”]{1,80}”|‘[^’]{1,80}’|「[^」]{1,80}」|\"[^\"]{1,80}\""
                           r"|(?<![A-Za-z])'[^']{1,80}'(?![A-Za-z])")

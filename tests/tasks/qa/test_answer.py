@@ -826,6 +826,17 @@ def test_a_question_asking_a_charts_caption_is_answered_by_the_caption_of_the_ch
         assert extractive_answer(question, _context((grid, 0.8)), S).text.startswith("3 — pp"), question
 
 
+def test_a_chinese_question_about_what_a_tables_caption_says_is_answered_by_the_caption():
+    # the CC-SAM paper (MinerU 3.4.4), Table 4's caption as landed; "表4的标题说明" asks it as "the caption of Table 4"
+    caption = ("Table 4. Open long-tail performance of top-1 accuracy on ImageNet-LT and Places-LT. F-measure is a "
+               "balanced treatment of precision and recall. The backbone of CC-SAM is ResNet-50 for ImageNet-LT, while "
+               "other compared methods are equipped with ResNet-10.")
+    table = _chunk("ccsam.md_77", " | ImageNet-LT | ImageNet-LT\nMethod | Many | F-measure\nOLTR [32] | 41.9 | 0.474\n"
+                   "CC-SAM | 61.4 | 0.552", caption=caption)
+    answer = extractive_answer("CC-SAM论文表4的标题说明中，F-measure被描述为对哪两个指标的平衡处理？", _context((table, 0.9)), S)
+    assert "precision and recall" in answer.text and answer.citations == ["ccsam.md_77"]
+
+
 def test_an_item_labelled_by_part_of_what_is_asked_answers_it():
     # the Civil Code's article 1127: "第二顺序:" labels the heirs of "第二顺序继承人包括哪些人"
     article = _chunk("civil.pdf_248", "第一千一百二十七条 遗产按照下列顺序继承:（一）第一顺序:配偶、子女、父母；（二）第二顺序:兄弟姐妹、"
