@@ -112,6 +112,7 @@ _SUB_ITEM = re.compile(r"^\s*(?:其中|加|减)\s*[:：]\s*")  # a financial sta
 # by a term or two would (a header the question names more fully wins)
 _ASKS_NUMBERING = re.compile(r"编号|序号|\bitem number\b|\bNo\.|\brow number\b", re.IGNORECASE)
 NUMBERING_SCORE = 1.0
+_ITEM_NUMBER = re.compile(r"[0-9]{1,2}(?:\.[0-9]{1,2}){1,4}")  # a numbered row's "1.1.11", not a lone "3"
 _FILE_PATH = re.compile(r"[\w./-]*\w\.(?:pdf|docx?|md|html?|txt|xlsx?|pptx?|csv|json)", re.IGNORECASE)
 PATH_LABEL_TERMS = 4  # a label of this many terms written out names its row, even of the document's own words
 PLACED_COLUMN_SCORE = 2.0  # a column asked by its place ("the second column") over any its words name
@@ -1001,6 +1002,11 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
             if at_place:  # the row asked by its place is named as by its label written out (`written`)
                 row_score = max(row_score, GROUP_TIE_WEIGHT)
                 name, shown = name or f"#{place}", row[0] if started else shown.strip() or f"#{place}"
+            # so is a row by its own item number written out ("item 1.1.11", "4.1.5.5"), one of two levels or more
+            numbered = bool(k) and _ITEM_NUMBER.fullmatch(row[0].strip()) is not None \
+                and re.search(rf"(?<![0-9.]){re.escape(row[0].strip())}(?![0-9]|\.[0-9])", question) is not None
+            if numbered:
+                row_score = max(row_score, GROUP_TIE_WEIGHT)
             if not name or not values or row_score <= 0:
                 continue
             # a value the question states is the row's condition, not its answer ("充到90% SOC那一段的
@@ -1027,7 +1033,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
                        and (bool(terms(name) - subject) or len(terms(name)) >= PATH_LABEL_TERMS)) or \
                 (len(label_numbers) >= 2 and label_numbers <= asked_numbers and not _HAS_LETTERS.search(name)
                  and _RANGE_SIGN.search(name) is not None) \
-                or bool(quoted) or at_place
+                or bool(quoted) or at_place or numbered
             if written:
                 # the row of what is asked beats a row the question names as its setting ("财务费用项下的利息费用")
                 row_score += 1.0 + FOCUS_ROW_BONUS * (_plain(name) in asked_about)

@@ -1131,6 +1131,25 @@ def test_a_grid_cell_is_asked_by_its_rows_first_cell_and_its_columns_place_or_fi
                       ).value == "z"
 
 
+def test_a_row_is_named_by_its_item_number_written_out():
+    # the SVOLT datasheet's main performance table (MinerU 2.7.6 output, rows cut): "item 1.1.11" names its row,
+    # though the discharge temperature row holds more of the question's words
+    table = ("No. | 参数Item | 产品规格 Specification | 条件Condition\n"
+             "1.1.1 | 电芯容量Nominal Capacity | ≥196 Ah | 25℃, 196 A(1C) DC to 2.0V\n"
+             "1.1.9 | 工作温度(放电)Operating temperature-30~ 55℃(discharge) |  | 参考第1.4、1.5节Refer to 1.4, 1.5\n"
+             "1.1.10 | 循环寿命Cycle life | ≥2000 | 25℃, Step charge/1C, 3-100%SOC，80%SOH\n"
+             "1.1.11 | 室温放电功率dischargepower@25℃ | ≥2240W | 25±3℃,50%SOC, 10 s")
+    question = ("For item 1.1.11 (room-temperature discharge power) of the SVOLT 196Ah cell's main performance table, "
+                "how long is the discharge in the Condition column?")
+    named = frozenset({"svolt", "196", "ah", "cell"})  # the words naming the document (the caller's subject)
+    cell = table_cell(question, table, named)
+    assert (cell.header, cell.value) == ("条件Condition", "25±3℃,50%SOC, 10 s")
+    # "1.1.1" is not the start of "1.1.11"
+    cell = table_cell("For item 1.1.1 of the SVOLT 196Ah cell's main performance table, what is the Condition?", table,
+                      named)
+    assert cell.value == "25℃, 196 A(1C) DC to 2.0V"
+
+
 def test_a_file_path_written_out_names_its_row_of_a_file_list_whatever_document_it_names():
     # SOURCES.md's file list as landed (rows cut to their first columns): "PRC Constitution PDF" names a document of
     # the corpus (the caller's subject), yet "zh_pdf/prc_constitution.pdf" written out names its row
