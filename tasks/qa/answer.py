@@ -1006,9 +1006,12 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     heading and a table-of-contents line (or entry, unless the contents are asked) are not answers:
     they are discounted / skipped. The words naming the document the question asks about
     (`_subject_terms`) are held by each of its units. When the question asks a number, a date or a code the
-    quoted units lack, the best unit holding one is added (if it scores ≥ SECOND_UNIT_RATIO of the
-    best); a best line opening a list (ending ":") is quoted with the best item of its list, and a best sentence
-    the question restates (no word beside the question's) with the sentence after it. An English question
+    quoted units lack, the sentence right after the best one holding one is added, else the best unit holding one
+    (if it scores ≥ SECOND_UNIT_RATIO of the best); a best line opening a list (ending ":") is quoted with the best
+    item of its list, a best sentence the question restates (no word beside the question's) with the sentence after
+    it, and a best clause with the other clause of its sentence (split at "；") when that scores ADJACENT_TIE_RATIO of
+    it; a unit another quoted unit holds is quoted once. A list of standards glued into one line is read entry by
+    entry (`sentences`). An English question
     reads a Chinese chunk by the Chinese its words translate to, a Chinese question an English chunk by the
     English (`_glossed`, at GLOSS_WEIGHT), and by what its own words mean in the question's language too (CC-CEDICT
     both ways, at GLOSS_WEIGHT); a question asking a list's
