@@ -17,7 +17,7 @@ from schemas.chunk import Chunk
 from schemas.qa import RERANK
 from schemas.settings import Settings
 from tasks.index.views import document_name
-from tasks.qa.extract import DOCUMENT_WORDS, scope_parts, terms
+from tasks.qa.extract import DOCUMENT_WORDS, FILE_EXTENSIONS, scope_parts, terms
 from tasks.qa.types import Candidate
 
 _ENUM_QUERY = re.compile(r"有哪些|有哪几|哪几[个种类项条]|包括哪|包含哪|列举|列出|分别是|分别有|都有什么|有几[个种类项条]|几个方面|"
@@ -63,7 +63,7 @@ _ASKS_FILES = re.compile(r"文件名|许可|版权|仓库|字节|路径|licen[cs
                          r"\bcommit\b|\bpath\b|file names?|which file", re.IGNORECASE)
 
 
-_FILE_NAME = re.compile(r"\.(?:pdf|docx?|md|html?|txt|xlsx?|pptx?|csv|json)\b", re.IGNORECASE)
+_FILE_NAME = re.compile(rf"\.(?:{FILE_EXTENSIONS})\b", re.IGNORECASE)
 
 
 @lru_cache(maxsize=65536)  # a batch meets the same chunks again and again
