@@ -310,10 +310,27 @@ def _standard_entries(line: str) -> list[str]:
     return entries if len(entries) >= MIN_STANDARDS else [line]
 
 
+# a list whose bullets a PDF's symbol font turned into letters (Wingdings' "r", "q", "n", "l", "§", "Ø", "ü"), its
+# line breaks lost ("r Database performance and scalability r Advanced SQL knowledge …"): split before each bullet
+_GLYPH = "rqnl§Øü"
+_GLYPH_BULLET = re.compile(rf"(?:^|(?<=\s))[{_GLYPH}]\s+(?=[A-Z0-9])")
+MIN_GLYPH_ITEMS = 3  # bullets a line opening with one holds to be read as such a list
+
+
+def _glyph_items(line: str) -> list[str]:
+    if not _GLYPH_BULLET.match(line.lstrip()):
+        return [line]
+    starts = [m.start() for m in _GLYPH_BULLET.finditer(line)]
+    if len(starts) < MIN_GLYPH_ITEMS:
+        return [line]
+    return [line[a:b].strip() for a, b in zip(starts, starts[1:] + [len(line)])]
+
+
 def sentences(text: str) -> list[str]:
     parts = [s.strip() for line in unwrap_lines(text).split("\n")
              for s in ([line] if _REFERENCE_ENTRY.match(line) and len(line) <= MAX_SENTENCE_CHARS
-                       else (e for entry in _standard_entries(line) for e in _SENTENCE_END.split(entry)))
+                       else (e for entry in _standard_entries(line) for item in _glyph_items(entry)
+                             for e in _SENTENCE_END.split(item)))
              if s and s.strip()]
     out: list[str] = []
     for part in parts:
@@ -879,7 +896,8 @@ def _contents_entries(chunk) -> list[str] | None:
     return [_LEADER.sub(" ", line.replace(" | ", " ")).strip() for line in lines]
 
 
-_BULLET = re.compile(r"^\s*[-•●▪*]\s")  # an item of a list numbering none ("- Strikethrough bullet 4")
+# an item of a list numbering none ("- Strikethrough bullet 4"; "r DB2 Web Query": a symbol font's bullet)
+_BULLET = re.compile(rf"^\s*(?:[-•●▪*]|[{_GLYPH}](?=\s+[A-Z0-9]))\s")
 
 
 def _bullet_place(units: Sequence[_Unit], i: int) -> int | None:

@@ -460,6 +460,29 @@ def test_a_list_of_standards_glued_together_is_read_entry_by_entry():
     assert answer.text == "YS/T 658—2007 焊管用钛带[ref:gbt3620.pdf_28]"
 
 
+# redp5110_sampled.pdf, chunk 9: the CoE solution brief's list, its bullets a symbol font's "r", its line breaks lost
+COE_TOPICS = ("Who we are, some of what we do\nGlobal CoE engagements cover topics including:\n"
+              "r Database performance and scalability r Advanced SQL knowledge and skills transfer r Business "
+              "intelligence and analytics r DB2 Web Query r Query/400 modernization for better reporting and analysis "
+              "capabilities r Database modernization and re-engineering r Data-centric architecture and design "
+              "r Extremely large database and overcoming limits to growth r ISV education and enablement")
+
+
+def test_a_list_whose_bullets_a_symbol_font_wrote_as_letters_is_read_item_by_item():
+    items = sentences(COE_TOPICS)[1:]
+    assert len(items) == 9 and items[0] == "r Database performance and scalability"
+    assert items[-1] == "r ISV education and enablement"
+    # a sentence merely holding a lone letter is no such list
+    assert sentences("r is the radius and q the charge of a particle r") == [
+        "r is the radius and q the charge of a particle r"]
+    chunk = _chunk("redp5110_sampled.pdf_9", COE_TOPICS, "text")
+    question = ("IBM DB2 for i 行列访问控制（RCAC）红皮书介绍DB2 for i卓越中心（CoE）的全球服务主题时，"
+                "提到要对哪个旧查询工具进行现代化以获得更好的报表和分析能力？")
+    answer = extractive_answer(question, _context((chunk, 0.9)), S)
+    assert answer.text == (
+        "r Query/400 modernization for better reporting and analysis capabilities[ref:redp5110_sampled.pdf_9]")
+
+
 def test_a_question_asking_a_standard_is_answered_by_the_sentence_naming_it_after_the_best_one():
     # gbt3620.1-2016_titanium_alloy_standard.pdf, chunk 10: the rule, then the standard its digits are rounded by
     rules = _chunk("gbt3620.pdf_10", "4 化学成分分析和分析报告\n4.1 钛及钛合金产品化学成分仲裁分析按 GB/T 4698进行,"
