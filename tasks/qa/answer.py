@@ -42,7 +42,7 @@ from schemas.settings import Settings
 from tasks.index.views import document_name
 from tasks.qa.context import (ASKS_CONTENTS, ASKS_DOCUMENT_TITLE, COVER_CHUNKS, Context, articles_asked, quoted,
                               row_labels)
-from tasks.qa.extract import (COUNT_WORDS, LAST, ORDINAL_WORDS, answers_what_is_asked, focus, form_lines,
+from tasks.qa.extract import (COUNT_WORDS, LAST, ORDINAL_WORDS, answers_what_is_asked, columns, focus, form_lines,
                               labelled_rows, measure_asked, negated_terms, ordinal_number, scope_only_terms,
                               scope_parts, shortest_clause, table_cell, terms, without_scope)
 from tasks.qa.filters import file_lists, table_number, tables_asked
@@ -698,6 +698,17 @@ def _labels_part_of(unit: str, about: str) -> bool:
 _ASKS_CAPTION = re.compile(r"\bcaption\b|题注|图注|表注|标题说明", re.IGNORECASE)
 _NAMES_GRID = re.compile(r"\b(?:chart|table|graph)\b|图表|表格|(?<![图代])表\s*[0-9]", re.IGNORECASE)
 # a name the question quotes ("section 2.2.2 'Table with caption'") asks nothing of its words
+# a question asking a column's header ("the header of the column that lists 'Ash, Elm, Maple'", "放电功率一栏是在什么
+# 荷电状态下给出的": "功率（20%SOC），W"): each column of the context's tables answers by its header, told apart by its
+# header's words and by the cells the question quotes or writes in brackets ("(50, 150, 200)"), not by all its cells
+# (a glossary's definitions hold any word)
+_ASKS_HEADER = re.compile(r"\b(?:header|heading|title) of the (?:[\w'-]+ ){0,3}column\b"
+                          r"|\bcolumn(?:'s)? (?:header|heading)\b"
+                          r"|(?:一栏|一列|这列|该列|这栏|该栏)(?:是|的数值|的数据)?在什么.{0,12}?下", re.IGNORECASE)
+_BRACKETED = re.compile(r"[（(][^（）()]{1,80}[)）]")
+# the column a question names ("允许的充电电流一栏", "the discharge power column"): its last word is what the column
+# holds (电流, not the 充电 of the 充电时间 beside it), and a header holding it gains CELL_BONUS
+_COLUMN_NAMED = re.compile(r"([\u4e00-\u9fff]{2,}?)(?:这|那)?(?:一栏|一列|栏|列)|\b([A-Za-z][\w-]{2,}) column\b")
 _QUOTED_NAME = re.compile(r"“[^”]{1,80}”|‘[^’]{1,80}’|「[^」]{1,80}」|\"[^\"]{1,80}\""
                           r"|(?<![A-Za-z])'[^']{1,80}'(?![A-Za-z])")
 
@@ -1029,7 +1040,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     item of its list, a best sentence the question restates (no word beside the question's) with the sentence after
     it, and a best clause with the other clause of its sentence (split at "；") when that scores ADJACENT_TIE_RATIO of
     it; a unit another quoted unit holds is quoted once. A list of standards glued into one line is read entry by
-    entry (`sentences`). An English question
+    entry (`sentences`), as is a list whose bullets a symbol font wrote as letters item by item. An English question
     reads a Chinese chunk by the Chinese its words translate to, a Chinese question an English chunk by the
     English (`_glossed`, at GLOSS_WEIGHT), and by what its own words mean in the question's language too (CC-CEDICT
     both ways, at GLOSS_WEIGHT); a question asking a list's
@@ -1044,7 +1055,8 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     asking what a symbol stands for its symbol list's line (`defines_symbol`), one asking the n-th paragraph
     under a heading it writes out that heading's n-th line (`_heading_written`), one asking the contents a
     contents entry (`_contents_entries`), one asking the document's own title the title its cover carries
-    (`_document_title`), one asking a chart's or table's caption the caption of the grid its cells name.
+    (`_document_title`), one asking a chart's or table's caption the caption of the grid its cells name, one asking
+    a column's header the header its words name (`_ASKS_HEADER`).
     The words naming the document are no evidence in a passage that writes them out, unless they are its
     document's subject; a unit holding only what the question sets aside ("besides X,
     what …", `_set_aside`) scores half, as does one of another article or numbered table than the one the
@@ -1118,6 +1130,10 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     contents_asked = bool(ASKS_CONTENTS.search(question))
     unquoted = _QUOTED_NAME.sub(" ", question)
     caption_asked = bool(_ASKS_CAPTION.search(unquoted) and _NAMES_GRID.search(question))
+    header_asked = bool(_ASKS_HEADER.search(unquoted))
+    quoted_terms = terms(" ".join(_QUOTED_NAME.findall(question) + _BRACKETED.findall(question)))
+    column = _COLUMN_NAMED.search(unquoted) if header_asked else None
+    column_head = terms(column.group(1)[-2:] if column.group(1) else column.group(2)) if column else frozenset()
     units: list[_Unit] = []
     for order, c in enumerate(context.chunks):
         if c.chunk_id in catalogues:
@@ -1224,6 +1240,14 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             cells, cell_words = terms(c.chunk.content) - terms(caption), words(c.chunk.content) - words(caption)
             units.append(_Unit((cells - foreign) | subject, (cell_words | subject_words) - foreign_words, 0.0,
                                credit, order, 0, caption, c.chunk_id, False, translated))
+        for k, (head, cells) in enumerate(columns(c.chunk.content) if header_asked and c.chunk.chunk_type in GRIDS
+                                          else []):
+            headings_asked.add(len(units))
+            quoted = terms(cells) & quoted_terms
+            units.append(_Unit(((terms(head) | quoted) - foreign) | subject,
+                               (words(head) | {w for w in words(cells) if terms(w) & quoted} | subject_words)
+                               - foreign_words, CELL_BONUS if column_head and column_head <= terms(head) else 0.0,
+                               credit, order, k, head, c.chunk_id, False, translated))
     # bigrams match across word boundaries ("自然人下落" → "人下"), so a unit is also scored on the
     # question's words ("死亡" decides between the articles on 失踪 and on 死亡, where bigrams tie), those
     # naming what is asked counting double ("存货周转天数" of "…的存货周转天数是多少天")

@@ -379,6 +379,13 @@ def _blocks(rows: list[tuple[list[str], bool]]) -> list[tuple[list[str], list[li
     return blocks
 
 
+def columns(content: str) -> list[tuple[str, str]]:
+    """A table's columns, each as its header (its header rows joined) and its cells (joined by spaces), block by
+    block (`_blocks`); none for a table whose header was left on the page before."""
+    return [(head, " ".join(row[k] for row in data if k < len(row)))
+            for headers, data in _blocks(_rows(content)) for k, head in enumerate(headers) if head]
+
+
 _GROUP_YEAR = re.compile(r"^\s*(\D*[^\d\s])\s*((?:19|20)[0-9]{2}\s*[AEFH]?)\s*$")  # "EPS2023A": a group, its first year
 
 

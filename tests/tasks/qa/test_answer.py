@@ -483,6 +483,35 @@ def test_a_list_whose_bullets_a_symbol_font_wrote_as_letters_is_read_item_by_ite
         "r Query/400 modernization for better reporting and analysis capabilities[ref:redp5110_sampled.pdf_9]")
 
 
+def test_a_question_asking_a_columns_header_is_answered_by_the_header():
+    # the SVOLT datasheet's pulse tables (1.5.2, 1.6.2): the condition a column's values hold at is in its header
+    discharge = _chunk("svolt.pdf_61", "电芯温度，℃ | 功率（20%SOC），W | 放电时间，s\nCell Temperature, ℃ | "
+                       "Power(20%SOC), W | Discharge time, s\n<-30 | 不允许No discharging | 不允许No discharging\n"
+                       "≥ -30 | 117 | 30\n≥ -20 | 204 | 30\n≥ -10 | 330 | 30\n≥0 | 566 | 30\n≥10 | 721 | 30")
+    charge = _chunk("svolt.pdf_67", "电芯温度，℃ | 电流（80%SOC），A | 充电时间，s\nCell Temperature, ℃ | "
+                    "Current(80%SOC), A | Charge time, s\n<-20 | 不允许No Charging | 不允许No Charging\n"
+                    "≥ -20 | 24 | 10\n≥ -10 | 51 | 10\n≥0 | 127 | 10\n≥10 | 272 | 10")
+    # and its glossary, whose definitions hold any word a question says
+    terms_table = _chunk("svolt.pdf_6", "术语 Terms | 定义 Definitions\nSOC | 荷电状态，电芯的剩余电量与额定容量之比；"
+                         "充电电流、放电功率在给定荷电状态下测得 State of charge")
+    context = _context((charge, 0.9), (discharge, 0.85), (terms_table, 0.8))
+    answer = extractive_answer("SVOLT 196Ah电芯规格书1.6.2节的再生脉冲充电表中，允许的充电电流一栏是在什么荷电状态下给出的？",
+                               context, S)
+    assert answer.text == "电流（80%SOC），A Current(80%SOC), A[ref:svolt.pdf_67]"
+    answer = extractive_answer("SVOLT 196Ah电芯规格书的脉冲放电表（1.5.2）中，放电功率一栏是在什么荷电状态（SOC）下给出的？",
+                               context, S)
+    assert answer.text == "功率（20%SOC），W Power(20%SOC), W[ref:svolt.pdf_61]"
+    # word_sample.docx's food table: a column told by the cells the question quotes or writes in brackets
+    food = _chunk("word_sample.md_3", " | Food | Calories per portion\nLeaves | Ash, Elm, Maple | 50\n"
+                  "Berries | Blueberry, Strawberry, Cranberry | 150\nGrain | Corn, Buckwheat, Barley | 200")
+    context = _context((food, 0.9))
+    asked = "In the 'Summer activities' Word sample, what is the header of the food table's column that {}?"
+    assert extractive_answer(asked.format("lists items such as 'Ash, Elm, Maple'"), context, S).text == \
+        "Food[ref:word_sample.md_3]"
+    assert extractive_answer(asked.format("holds the numeric values (50, 150, 200)"), context, S).text == \
+        "Calories per portion[ref:word_sample.md_3]"
+
+
 def test_a_question_asking_a_standard_is_answered_by_the_sentence_naming_it_after_the_best_one():
     # gbt3620.1-2016_titanium_alloy_standard.pdf, chunk 10: the rule, then the standard its digits are rounded by
     rules = _chunk("gbt3620.pdf_10", "4 化学成分分析和分析报告\n4.1 钛及钛合金产品化学成分仲裁分析按 GB/T 4698进行,"
