@@ -210,7 +210,31 @@ def _read_rows(content: str) -> tuple[tuple[tuple[str, ...], bool], ...]:
     for i in range(len(out) - 1):
         _unstack(out[i][0], out[i + 1][0])
     _unglued(out)
+    _changes_labelled(out)
     return tuple((tuple(cells), titled) for cells, titled in out)
+
+
+# a row labelled only as the change of the row above ("净利润(百万元) | 2155 | …" then "(+/-%) | -13.5% | …", a broker's
+# forecast table): it is that row's change
+_CHANGE_LABEL = re.compile(r"^[(（]?\s*(?:\+\s*/\s*-|±|yoy|同比|增长率|增速|增减)\s*(?:[(（]?%[)）]?)?\s*[)）]?$",
+                           re.IGNORECASE)
+
+
+_ASKS_ANY_CHANGE = re.compile(rf"{_CHANGE_WORDS}|同比|\byoy\b|year[ -]on[ -]year|\+\s*/\s*-", re.IGNORECASE)
+
+
+def changes_row(label: str) -> bool:
+    """Whether a row's label says it holds the change of the row above (`_changes_labelled`)."""
+    last = label.rsplit(None, 1)[-1] if label.strip() else ""
+    return bool(_CHANGE_LABEL.match(last)) and last != label.strip()
+
+
+def _changes_labelled(rows: list[tuple[list[str], bool]]) -> None:
+    """A row labelled only as a change ("(+/-%)") takes the label of the row above it before its own, in place."""
+    for (above, _), (cells, _) in zip(rows, rows[1:]):
+        if cells and above and above[0] and _CHANGE_LABEL.match(cells[0].strip()) \
+                and not _CHANGE_LABEL.match(above[0].strip()):
+            cells[0] = f"{above[0]} {cells[0].strip()}"
 
 
 def _unglued(rows: list[tuple[list[str], bool]]) -> None:
@@ -912,6 +936,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
     meaning = bool(_ASKS_MEANING.search(question))
     capitalized = frozenset(_CAPITALIZED.findall(question))
     change = bool(_ASKS_CHANGE.search(question))
+    change_asked = bool(_ASKS_ANY_CHANGE.search(question))
     # a value the question writes out that no other row holds names its row ("负责工会经费使用监督审查工作的是
     # 哪个职位": 经审委员's duty): the row's label, or another column, is what is asked
     quotes = {cell for cell in _unique_values(content) if cell in asked} | stated
@@ -1015,6 +1040,8 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
                 and re.search(rf"(?<![0-9.]){re.escape(row[0].strip())}(?![0-9]|\.[0-9])", question) is not None
             if numbered:
                 row_score = max(row_score, GROUP_TIE_WEIGHT)
+            if changes_row(name) and row_score > 0:  # the change of the row above: asked as a change or not at all
+                row_score += GROUP_TIE_WEIGHT if change_asked else -GROUP_TIE_WEIGHT
             if not name or not values or row_score <= 0:
                 continue
             # a value the question states is the row's condition, not its answer ("充到90% SOC那一段的
@@ -1037,7 +1064,8 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
             column_named = max(col_scores, default=0.0) > 0
             # (a label of the document's own name writes no row out, "CC-SAM" in the CC-SAM paper, but a path is
             # one: "zh_pdf/prc_constitution.pdf" names its row of a file list, whatever document it names)
-            written = (len(_plain(name)) >= 2 and _writes(writing, _plain(name), column_named)
+            written_name = name.rsplit(None, 1)[0] if changes_row(name) else name  # the row above's label
+            written = (len(_plain(written_name)) >= 2 and _writes(writing, _plain(written_name), column_named)
                        and (bool(terms(name) - subject) or len(terms(name)) >= PATH_LABEL_TERMS)) or \
                 (len(label_numbers) >= 2 and label_numbers <= asked_numbers and not _HAS_LETTERS.search(name)
                  and _RANGE_SIGN.search(name) is not None) \

@@ -61,6 +61,23 @@ def test_by_what_percentage_takes_the_change_rate_not_the_reason(tables):
     assert amount.header != "变动率" and "246,269,000.00" in amount.value
 
 
+# broker_research_report_anonymized.pdf, chunk 21: the earnings forecast, each "(+/-%)" row the change of the row above
+FORECAST = (" | 2022 | 2023 | 2024E | 2025E | 2026E\n营业收入(百万元) | 18,562 | 21,528 | 21,021 | 22,776 | 24,601\n"
+            "(+/-%) | -8.1% | 16.0% | -2.4% | 8.3% | 8.0%\n净利润(百万元) | 2155 | 2952 | 2397 | 2764 | 3002\n"
+            "(+/-%) | -13.5% | 37.0% | -18.8% | 15.3% | 8.6%\n每股收益（元） | 0.50 | 0.67 | 0.50 | 0.58 | 0.63")
+
+
+def test_a_row_labelled_only_as_a_change_is_the_change_of_the_row_above():
+    cell = table_cell("盈利预测表中，净利润2022年同比变动（+/-%）是多少？", FORECAST)
+    assert (cell.label, cell.header, cell.value) == ("净利润(百万元) (+/-%)", "2022", "-13.5%")
+    assert table_cell("盈利预测表中，2023年营业收入增长了多少？", FORECAST).value == "16.0%"
+    assert table_cell("How much did net profit change year on year in 2022?", FORECAST, glosses="净利润").value \
+        == "-13.5%"
+    # the amount asked is the row's own, not its change's
+    cell = table_cell("盈利预测表中，2022年净利润是多少？", FORECAST)
+    assert (cell.label, cell.value) == ("净利润(百万元)", "2155")
+
+
 def test_a_change_against_a_base_takes_the_column_comparing_with_it(tables):
     # BYD's key accounting data: "上年同期" is the base the question compares with, "本报告期比上年同期增减（%）"
     # the change asked
