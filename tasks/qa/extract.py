@@ -102,7 +102,7 @@ _CITATION = re.compile(r"\s*\[[0-9]+(?:\s*[,，–-]\s*[0-9]+)*\]")
 # a question asking how much something changed against a base ("by what percentage did … change compared with the
 # same period last year", "比上年同期增长了多少"): the column comparing with the base answers, not the base's
 _CHANGE_WORDS = r"\bchange|\bincreas|\bdecreas|\bgr[eo]w|\bdrop|\brise\b|\brose\b|\bfell\b|\bfall\b|增减|增长|下降|减少|增加|变动|变化"
-_BASE_WORDS = r"\bcompared (?:with|to)\b|\bthan\b|\bversus\b|\bvs\b|比|较"
+_BASE_WORDS = r"\bcompared (?:with|to)\b|\bthan\b|\bversus\b|\bvs\b|\bfrom\b|比|较"
 _ASKS_CHANGE = re.compile(rf"(?:\bby (?:what|how much)\b|{_CHANGE_WORDS}).*?(?:{_BASE_WORDS}|\bover\b|\bbetween\b)"
                           rf"|(?:{_BASE_WORDS}).*?(?:{_CHANGE_WORDS})", re.IGNORECASE)
 _CHANGE_HEADER = re.compile(r"增减|变动|变化|增长|同比|环比|%|\bchange\b|\bgrowth\b|\byoy\b", re.IGNORECASE)
@@ -220,6 +220,7 @@ _CHANGE_LABEL = re.compile(r"^[(（]?\s*(?:\+\s*/\s*-|±|yoy|同比|增长率|�
                            re.IGNORECASE)
 
 
+_CHANGE_COLUMN = re.compile(r"增减|变动率|变化率|增长率|同比|环比|\bchange\b|\bgrowth\b|\byoy\b", re.IGNORECASE)
 _ASKS_ANY_CHANGE = re.compile(rf"{_CHANGE_WORDS}|同比|\byoy\b|year[ -]on[ -]year|\+\s*/\s*-", re.IGNORECASE)
 
 
@@ -572,11 +573,14 @@ def _years(numbers: set[str]) -> set[str]:
 
 
 # the periods of Chinese financial statements go by several names: a question's "上年同期" is a cash flow
-# statement's "上期发生额", its "期初" a balance sheet's "上年度末"
+# statement's "上期发生额", its "期初" a balance sheet's "上年度末"; an English question's "at the end of the previous
+# year" is 上年度末 (a dictionary reads its words one by one: "previous year" 上年, not the end of it)
 PERIOD_NAMES = (("本期", "本报告期", "本期发生额", "本期金额"),
-                ("上年同期", "上期", "上期发生额", "上期金额"),
-                ("期末", "期末余额", "本报告期末"),
-                ("期初", "期初余额", "上年度末", "上年末", "年初余额", "年初"))
+                ("上年同期", "上期", "上期发生额", "上期金额", "same period last year", "same period of last year",
+                 "same period of the previous year"),
+                ("期末", "期末余额", "本报告期末", "end of the reporting period", "end of the period", "closing balance"),
+                ("期初", "期初余额", "上年度末", "上年末", "年初余额", "年初", "end of the previous year",
+                 "end of last year", "beginning of the year", "start of the year", "opening balance"))
 
 
 # a question naming one year, the one its document is named by ("比亚迪2025年第一季度报告"), asks the statement's
@@ -589,9 +593,10 @@ _CURRENT_PERIOD = re.compile(r"\s*(?:本期|本报告期|期末)")
 def _period_terms(question: str) -> set[str]:
     """The terms of every name of the periods the question names (`PERIOD_NAMES`)."""
     out: set[str] = set()
+    question = question.lower()
     for names in PERIOD_NAMES:
         if any(name in question for name in names):
-            out.update(*(terms(name) for name in names))
+            out.update(*(terms(name) for name in names if not name.isascii()))
     return out
 
 
@@ -937,6 +942,9 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
     capitalized = frozenset(_CAPITALIZED.findall(question))
     change = bool(_ASKS_CHANGE.search(question))
     change_asked = bool(_ASKS_ANY_CHANGE.search(question))
+    # neither a change nor a rate asked: a column of changes against a base is not the one asked ("at the end of the
+    # previous year" names 上年度末, not 本报告期末比上年度末增减（%）)
+    amount_asked = not change_asked and not ratio
     # a value the question writes out that no other row holds names its row ("负责工会经费使用监督审查工作的是
     # 哪个职位": 经审委员's duty): the row's label, or another column, is what is asked
     quotes = {cell for cell in _unique_values(content) if cell in asked} | stated
@@ -957,8 +965,9 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
         missing = symbols - {_symbol(h.split()[-1]) for h in block_headers if h.strip()}
 
         def column_scores(headers: list[str]) -> list[float]:
-            return [0.0 if other_table else _column_score(h, named_by, column_numbers, asked, meaning, symbols,
-                                                          missing, capitalized, forecast)
+            return [0.0 if other_table or (amount_asked and _CHANGE_COLUMN.search(h))
+                    else _column_score(h, named_by, column_numbers, asked, meaning, symbols, missing, capitalized,
+                                       forecast)
                     + (CURRENT_PERIOD_SCORE if current and _CURRENT_PERIOD.match(h) else 0.0) for h in headers]
 
         block_scores = column_scores(block_headers)

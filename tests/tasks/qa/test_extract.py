@@ -78,6 +78,19 @@ def test_a_row_labelled_only_as_a_change_is_the_change_of_the_row_above():
     assert (cell.label, cell.value) == ("净利润(百万元)", "2155")
 
 
+def test_an_amount_asked_in_english_at_the_end_of_the_previous_year_is_the_opening_column(tables):
+    # BYD's key accounting data: "at the end of the previous year" is 上年度末, and no change against it is asked
+    data = table_with(tables["byd_2025q1_quarterly_report"], "本报告期末比上年度末增减")
+    question = ("Per BYD's Q1 2025 report, how much equity attributable to shareholders of the listed company "
+                "(归属于上市公司股东的所有者权益) did the company have at the end of the previous year, in yuan?")
+    cell = table_cell(question, data.content, frozenset({"2025", "byd", "report"}), "上市公司 上年 归属于 股东 公司")
+    assert (cell.header, cell.value) == ("上年度末", "185,251,104,000.00")
+    # asked as a change, the change column answers
+    cell = table_cell("By what percentage did BYD's total assets change from the end of the previous year?",
+                      data.content, glosses="总资产 上年 变动")
+    assert cell.value == "7.30%"
+
+
 def test_a_change_against_a_base_takes_the_column_comparing_with_it(tables):
     # BYD's key accounting data: "上年同期" is the base the question compares with, "本报告期比上年同期增减（%）"
     # the change asked
