@@ -1306,7 +1306,10 @@ _SCOPE_CJK = re.compile(r"^\s*(.{2,40}?)(?:中|里|上)(?:，|,|的)|^\s*(?:根�
 _SCOPE_CITED = re.compile(r"[（(]\s*(?:依据|根据|按照|参见|参照|见)\s*([^（）()]{2,40}?)\s*[)）]"
                           r"|(?:请|需)?(?:依据|根据|参照)([^，,。？?（）()]{2,40}?)[。.]?\s*$"
                           rf"|[（(]([^（）()]{{1,30}}?(?:{_DOCUMENT_WORDS_CJK})[^（）()]{{0,12}})[)）]")
-_SCOPE_EN = re.compile(r"^\s*(?:in|from|according to|under)\s+(?:the\s+)?(.{2,160}?)(?:'s\b|’s\b|,)"
+_SCOPE_EN = re.compile(r"^\s*(?:in|from|according to|under)\s+(?:the\s+)?"
+                       # "In BYD's 2025 first-quarter report, …": to the word for a document, past a name's "'s"
+                       rf"([^,，?？]{{2,160}}?\b(?:{_DOCUMENT_WORDS})s?)(?:'s\b|’s\b|,)"
+                       r"|^\s*(?:in|from|according to|under)\s+(?:the\s+)?(.{2,160}?)(?:'s\b|’s\b|,)"
                        r"|\b(?:in|from|of) the (\S+(?: \S+)?)(?:'s|’s)? (?:paper|report|document|datasheet|standard|manual)\b",
                        re.IGNORECASE)
 # a quoted title beside the word for a document: "the draft NB/T standard 'Periodic safety review … —

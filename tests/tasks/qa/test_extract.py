@@ -1323,6 +1323,16 @@ def test_a_paper_cited_in_brackets_or_at_the_end_is_the_scope_not_a_row(tables):
     assert scope_parts("CE的多样本（Many）准确率是多少？") == []
 
 
+def test_an_english_scope_runs_past_a_companys_possessive_to_the_word_for_the_document():
+    # "In BYD's 2025 first-quarter report, …": the report, not BYD alone, is named (its cover restates it)
+    question = ("In BYD's 2025 first-quarter report, by what percentage did basic earnings per share change "
+                "compared with the same period last year?")
+    assert scope_parts(question) == ["BYD's 2025 first-quarter report"]
+    assert scope_only_terms(question) >= {"byd", "2025", "first", "quarter", "report"}
+    # a paper's own table keeps its possessive as the end: the paper is named, not its table
+    assert scope_parts("In the CC-SAM paper's table, what does LDAM-DRW reach?") == ["CC-SAM paper"]
+
+
 # SVOLT-196Ah-…-SpecificationDatasheet.pdf as the flash tier landed it (the docs corpus, chunks 35 and 93): table 1.1
 # continues on a page starting with its row 1.1.13; the BMS requirements of 4.1.5 are numbered in their first column
 SVOLT_CONTINUED = ("1.1.13 | 建议 SOC使用范围Recommended SOC range | 3% - 100% | \n"
