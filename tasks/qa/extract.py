@@ -1348,6 +1348,11 @@ _SCOPE_NUMBER = re.compile(r"[\u4e00-\u9fff]{1,8}[【〔\[]\d{4}[】〕\]]\s*\d{
 _DESCRIBED = re.compile(r"\s*\((?=[a-z]+\s)[^()]*\)\s*$")
 
 
+# a 《title》 whose number is asked ("附录D.3所列参考标准，《钛及钛合金锻造板坯》的标准编号是什么") is the entry asked
+# about when the question names its document otherwise
+_NUMBER_ASKED_AFTER = re.compile(r"\s*(?:对应)?的?\s*(?:标准)?(?:编号|代号|标准号)")
+
+
 def scope_parts(question: str) -> list[str]:
     found = [m.group(1) for m in _SCOPE_TITLE.finditer(question or "")]
     found += [next(g for g in m.groups() if g) for m in _SCOPE_QUOTED.finditer(question or "")]
@@ -1358,7 +1363,11 @@ def scope_parts(question: str) -> list[str]:
     if m:
         found.append(_DESCRIBED.sub("", next(g for g in m.groups() if g)))
     kinds = [m.group(1).strip() for m in _SCOPE_KIND.finditer(question or "")]
-    return found + [kind for kind in kinds if not any(kind in part for part in found)]
+    found += [kind for kind in kinds if not any(kind in part for part in found)]
+    entries = {m.group(1) for m in _SCOPE_TITLE.finditer(question or "")
+               if _NUMBER_ASKED_AFTER.match(question, m.end())}
+    named_otherwise = [part for part in found if part not in entries]
+    return named_otherwise if entries and named_otherwise else found
 
 
 @lru_cache(maxsize=4096)  # table_cell asks it once per table of the context, of the same question

@@ -438,8 +438,9 @@ STANDARDS = ("D.3 参考标准\nGB/T 2965—2007 钛及钛合金棒材GB/T 3621�
              "GB/T 3623—2007 钛及钛合金丝GB/T 3624—2010 钛及钛合金无缝管GB/T 3625—2007 换热器及冷凝器用钛及钛合金管"
              "GB/T 12769—2007 钛铜复合棒GB/T 13810—2007 外科植入物用钛及钛合金加工材GB/T 14845—2007 板式换热器用钛板"
              "GB/T 16598—2013 钛及钛合金饼和环GB/T 26057—2010 钛及钛合金焊接管GB/T 26058—2010 钛及钛合金挤压管"
-             "GJB 2218A—2008 航空用钛及钛合金棒材和锻坯YS/T 658—2007 焊管用钛带YS/T 750—2011 热轧钛带卷\n"
-             "YS/T 794—2012 钛种板YS/T 795—2012 高尔夫球头用钛及钛合金板材")
+             "GB/T 26059—2010 钛及钛合金网板GB/T 26723—2011 冷轧钛带卷GJB 2218A—2008 航空用钛及钛合金棒材和锻坯"
+             "GJB 2505A—2008 航空用钛及钛合金板材和带材规范YS/T 658—2007 焊管用钛带YS/T 750—2011 热轧钛带卷\n"
+             "YS/T 794—2012 钛种板YS/T 795—2012 高尔夫球头用钛及钛合金板材YS/T 885—2013 钛及钛合金锻造板坯")
 
 
 def test_a_list_of_standards_glued_together_is_read_entry_by_entry():
@@ -458,6 +459,10 @@ def test_a_list_of_standards_glued_together_is_read_entry_by_entry():
                 "titanium strip for welded pipe (焊管用钛带)?")
     answer = extractive_answer(question, _context((chunk, 0.9)), S)
     assert answer.text == "YS/T 658—2007 焊管用钛带[ref:gbt3620.pdf_28]"
+    # the entry asked by its title in 《》 (not the document's name: the question names that otherwise)
+    question = "按GB/T 3620.1—2016附录D.3所列参考标准，《钛及钛合金锻造板坯》的标准编号是什么？"
+    answer = extractive_answer(question, _context((chunk, 0.9)), S)
+    assert answer.text == "YS/T 885—2013 钛及钛合金锻造板坯[ref:gbt3620.pdf_28]"
 
 
 # redp5110_sampled.pdf, chunk 9: the CoE solution brief's list, its bullets a symbol font's "r", its line breaks lost

@@ -1333,6 +1333,15 @@ def test_an_english_scope_runs_past_a_companys_possessive_to_the_word_for_the_do
     assert scope_parts("In the CC-SAM paper's table, what does LDAM-DRW reach?") == ["CC-SAM paper"]
 
 
+
+def test_a_title_whose_number_is_asked_is_the_entry_asked_when_the_document_is_named_otherwise():
+    # GB/T 3620.1-2016's Annex D.3 lists standards by number and title: the 《title》 is the entry asked
+    assert scope_parts("按GB/T 3620.1—2016附录D.3所列参考标准，《钛及钛合金锻造板坯》的标准编号是什么？") == [
+        "GB/T 3620.1—2016附录D.3所列参考标准"]
+    # a title naming the document alone still names it (its own number is asked)
+    assert scope_parts("《核电厂定期安全审查指南 第1部分：通用要求》的标准编号是什么？") == ["核电厂定期安全审查指南 第1部分：通用要求"]
+
+
 # SVOLT-196Ah-…-SpecificationDatasheet.pdf as the flash tier landed it (the docs corpus, chunks 35 and 93): table 1.1
 # continues on a page starting with its row 1.1.13; the BMS requirements of 4.1.5 are numbered in their first column
 SVOLT_CONTINUED = ("1.1.13 | 建议 SOC使用范围Recommended SOC range | 3% - 100% | \n"
