@@ -1346,6 +1346,9 @@ _SCOPE_NUMBER = re.compile(r"[\u4e00-\u9fff]{1,8}[【〔\[]\d{4}[】〕\]]\s*\d{
 # a closing parenthesis of lower-case words describes what precedes it ("Table 2-1 of the Redpaper (the columns of
 # the FUNCTION_USAGE view)"); a name's is one word, capitalized or Chinese ("(ucasthesis)", "(General Requirements)")
 _DESCRIBED = re.compile(r"\s*\((?=[a-z]+\s)[^()]*\)\s*$")
+_LEADING_STANDARD = re.compile(r"^\s*((?:GB|GJB|YS|HB|JB|NB|DL|HG|SH|QB|SJ|YY|HAD|HAF|EJ)(?:/[TZ])?\s*"
+                               r"[0-9]+(?:\.[0-9]+)*\s*[—–-]\s*(?:19|20)[0-9]{2})\s*(?=[\u4e00-\u9fff])"
+                               r"(?![表图]\s*[0-9]|附录)")
 
 
 # a 《title》 whose number is asked ("附录D.3所列参考标准，《钛及钛合金锻造板坯》的标准编号是什么") is the entry asked
@@ -1361,7 +1364,11 @@ def scope_parts(question: str) -> list[str]:
     found += [next(g for g in m.groups() if g) for m in _SCOPE_CITED.finditer(question or "")]
     m = _SCOPE_CJK.match(question or "") or _SCOPE_EN.search(question or "")
     if m:
-        found.append(_DESCRIBED.sub("", next(g for g in m.groups() if g)))
+        scope = _DESCRIBED.sub("", next(g for g in m.groups() if g))
+        # "GB/T 3620.1—2016前言列出的主要起草人名单中，…": the standard's number names it, the words after it say
+        # where in it the answer is (but "表1", "附录D.3" go with it: their numbers name no row)
+        numbered = _LEADING_STANDARD.match(scope)
+        found.append(numbered.group(1) if numbered else scope)
     kinds = [m.group(1).strip() for m in _SCOPE_KIND.finditer(question or "")]
     found += [kind for kind in kinds if not any(kind in part for part in found)]
     entries = {m.group(1) for m in _SCOPE_TITLE.finditer(question or "")

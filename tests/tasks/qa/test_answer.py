@@ -473,6 +473,16 @@ COE_TOPICS = ("Who we are, some of what we do\nGlobal CoE engagements cover topi
               "r Extremely large database and overcoming limits to growth r ISV education and enablement")
 
 
+def test_the_words_after_a_standards_number_are_evidence_of_where_the_answer_is():
+    # gbt3620.1-2016_titanium_alloy_standard.pdf, chunk 4: the foreword's drafting units, then its drafters
+    foreword = _chunk("gbt3620.pdf_4", "本标准参加起草单位:北京航空材料研究院、西部金属材料股份有限公司、航天材料及工艺研究所、"
+                      "中国船舶重工集团公司第七二五研究所、中铝沈阳有色金属加工有限公司、北京有色金属研究总院、湖南金天钛业科技有限公司。\n"
+                      "本标准主要起草人:冯军宁、乔璐、马忠贤、胡志杰、陈峰、王俭、李献军、刘东升、张宇玮、庆达嘎、王洋、王丽、彭晖、魏衍广。\n"
+                      "本标准所代替标准的历次版本发布情况为: ———GB/T 3620—1983、GB/T 3620.1—1994、GB/T 3620.1—2007。", "text")
+    answer = extractive_answer("GB/T 3620.1—2016前言列出的主要起草人名单中，排在最后的是谁？", _context((foreword, 0.9)), S)
+    assert answer is not None and answer.text.startswith("本标准主要起草人:") and "魏衍广" in answer.text
+
+
 def test_a_list_whose_bullets_a_symbol_font_wrote_as_letters_is_read_item_by_item():
     items = sentences(COE_TOPICS)[1:]
     assert len(items) == 9 and items[0] == "r Database performance and scalability"

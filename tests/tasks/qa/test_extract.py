@@ -1334,6 +1334,14 @@ def test_an_english_scope_runs_past_a_companys_possessive_to_the_word_for_the_do
 
 
 
+def test_a_standards_number_leading_the_scope_names_it_and_the_words_after_it_say_where():
+    # "GB/T 3620.1—2016前言列出的主要起草人名单中": the foreword's list of drafters is where the answer is, its words
+    # evidence ("主要起草人")
+    assert scope_parts("GB/T 3620.1—2016前言列出的主要起草人名单中，排在最后的是谁？") == ["GB/T 3620.1—2016"]
+    # a table's number goes with the standard's: it names no row ("TA1" of "表1")
+    assert scope_parts("GB/T 3620.1—2016表1中，牌号TA9的名义化学成分是什么？") == ["GB/T 3620.1—2016表1"]
+
+
 def test_a_title_whose_number_is_asked_is_the_entry_asked_when_the_document_is_named_otherwise():
     # GB/T 3620.1-2016's Annex D.3 lists standards by number and title: the 《title》 is the entry asked
     assert scope_parts("按GB/T 3620.1—2016附录D.3所列参考标准，《钛及钛合金锻造板坯》的标准编号是什么？") == [
