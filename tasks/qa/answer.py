@@ -626,6 +626,8 @@ _ASKS_CHINESE = re.compile(r"中文(?:标题|题目|名称|全称|名)|\bChinese
                            re.IGNORECASE)
 _LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
 _HAN = re.compile(r"[\u3400-\u9fff]")
+_HAN_RUN = re.compile(r"[\u3400-\u9fff]{2,}")
+_NAMED_TABLE = re.compile(r"[\u3400-\u9fff]+(?=\s+(?:\w+\s+)?(?:table|statement|sheet)\b)", re.IGNORECASE)
 OTHER_SCRIPT_SHARE = 0.5  # of its score, for a unit not written in the language a name is asked in
 
 
@@ -1251,9 +1253,15 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     # bigrams match across word boundaries ("自然人下落" → "人下"), so a unit is also scored on the
     # question's words ("死亡" decides between the articles on 失踪 and on 死亡, where bigrams tie), those
     # naming what is asked counting double ("存货周转天数" of "…的存货周转天数是多少天")
-    bigram_share = _shares(q, [u.terms for u in units], frozenset(), gloss_only)
+    # the Chinese an English question writes out ("compensation (抚恤)", "a set-off (抵销)") quotes its document: those
+    # words name what is asked as surely as its focus does
+    # (not those naming the document, "the drafting notes (编制说明)", nor a table, "the 利润表 projection table")
+    written = " ".join(_HAN_RUN.findall(_NAMED_TABLE.sub(" ", question))) if english else ""
+    written_terms = terms(written) - naming_only
+    bigram_share = _shares(q, [u.terms for u in units], written_terms, gloss_only)
     about = focus(question)
-    word_share = _shares(qw, [u.words for u in units], words(about), gloss_words)
+    word_share = _shares(qw, [u.words for u in units],
+                         words(about) | {w for w in words(written) if terms(w) & written_terms}, gloss_words)
     # "主管会计工作负责人:周亚琳": a unit stating the asked-about thing as a label with its value, or defining it
     # ("最新安全实践指反映…的实践或方法" of "“最新安全实践”指的是什么"); a glossary line, it and a short phrase ("NNSA
     # 国家核安全局", not the sentence "JAXR API是在JCP下开发的，…")

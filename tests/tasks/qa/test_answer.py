@@ -483,6 +483,21 @@ def test_the_words_after_a_standards_number_are_evidence_of_where_the_answer_is(
     assert answer is not None and answer.text.startswith("本标准主要起草人:") and "魏衍广" in answer.text
 
 
+def test_the_chinese_an_english_question_writes_out_names_what_is_asked():
+    # prc_constitution.pdf, chunks 18 and 19: Article 45 on material assistance, continued on the next chunk
+    article = _chunk("prc_constitution.pdf_18", "国家对就业前的公民进行必要的劳动就业训练。第四十三条 中华人民共和国劳动者有休息的权利。"
+                     "国家发展劳动者休息和休养的设施，规定职工的工作时间和休假制度。第四十四条 国家依照法律规定实行企业事业组织的职工和"
+                     "国家机关工作人员的退休制度。退休人员的生活受到国家和社会的保障。\n第四十五条 中华人民共和国公民在年老、疾病或者"
+                     "丧失劳动能力的情况下，有从国家和社会获得物质帮助的权利。国家发展为公民享受这些权利所需要的社会保险、社会救济和"
+                     "医疗卫生事业。", "text")
+    rest = _chunk("prc_constitution.pdf_19", "国家和社会保障残废军人的生活，抚恤烈士家属，优待军人家属。国家和社会帮助安排盲、聋、哑"
+                  "和其他有残疾的公民的劳动、生活和教育。第四十六条 中华人民共和国公民有受教育的权利和义务。", "text")
+    question = ("Under the PRC Constitution's article on material assistance, the state and society pay compensation "
+                "(抚恤) to whose families?")
+    answer = extractive_answer(question, _context((article, 0.9), (rest, 0.85)), S)
+    assert answer.text == "国家和社会保障残废军人的生活，抚恤烈士家属，优待军人家属。[ref:prc_constitution.pdf_19]"
+
+
 def test_a_list_whose_bullets_a_symbol_font_wrote_as_letters_is_read_item_by_item():
     items = sentences(COE_TOPICS)[1:]
     assert len(items) == 9 and items[0] == "r Database performance and scalability"
