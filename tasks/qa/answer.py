@@ -104,6 +104,7 @@ CELL_BONUS = 0.1  # a table cell whose column the question names; as much again 
 ADJACENT_TIE_RATIO = 0.9
 PREMISE_NEW_WORDS = 0  # a best sentence saying no more words than these beside the question's is its premise
 SECOND_UNIT_RATIO = 0.5  # a unit holding the asked number is added if it scores >= this x the best
+FOCUS_TERMS_MORE = 2  # the sentence after the best holding this many more of the focus's terms (and twice) is added
 GRIDS = (TABLE, CHART)  # chunks whose content is " | " rows: a table, a chart's data
 ORDINAL_BONUS = 0.2  # a list item whose number the question asks for ("第三个条件", "the second requirement")
 MEASURE_BONUS = 0.1  # a sentence holding a number of the measure asked ("71天" of "增加了多少天")
@@ -1040,8 +1041,8 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     quoted units lack, the sentence right after the best one holding one is added, else the best unit holding one
     (if it scores ≥ SECOND_UNIT_RATIO of the best); a best line opening a list (ending ":") is quoted with the best
     item of its list, a best sentence the question restates (no word beside the question's) with the sentence after
-    it, and a best clause with the other clause of its sentence (split at "；") when that scores ADJACENT_TIE_RATIO of
-    it; a unit another quoted unit holds is quoted once. A list of standards glued into one line is read entry by
+    it, a best sentence with the one after it when that holds far more of the focus's terms (FOCUS_TERMS_MORE), and a
+    best clause with the other clause of its sentence (split at "；") when that scores ADJACENT_TIE_RATIO of it; a unit another quoted unit holds is quoted once. A list of standards glued into one line is read entry by
     entry (`sentences`), as is a list whose bullets a symbol font wrote as letters item by item. An English question
     reads a Chinese chunk by the Chinese its words translate to, a Chinese question an English chunk by the
     English (`_glossed`, at GLOSS_WEIGHT), and by what its own words mean in the question's language too (CC-CEDICT
@@ -1382,12 +1383,19 @@ def extractive_answer(question: str, context: Context, settings: Settings,
         if holding is not None:
             picked.append(holding)
     best = scored[0][-1]
-    if len(picked) == 1 and best + 1 < len(units) and units[best].sentence \
+    after = units[best + 1] if best + 1 < len(units) and units[best].sentence and units[best + 1].sentence \
+        and units[best + 1].order == units[best].order else None
+    if len(picked) == 1 and after is not None \
             and len(words(_ARTICLE.sub("", units[best].text)) - words(glossed)) <= PREMISE_NEW_WORDS:
         # the best sentence is the question's own premise ("设立居住权的，应当向登记机构申请居住权登记。" of "设立居住权应当
         # 向登记机构申请居住权登记，居住权自什么时候设立？"): what it asks follows it
-        after = units[best + 1]
-        if after.sentence and after.order == units[best].order:
+        picked.append((after.text[:MAX_SENTENCE_CHARS], after.chunk_id))
+    elif len(picked) == 1 and after is not None:
+        # the sentence after the best holds what the question names as asked far more than the best does ("标准放电是在
+        # 什么环境条件下" of "放电容量 ≥137.2Ah 。" then "…-20°C 标准放电(无风环境)。"): it says the rest
+        asked_terms = (terms(about) & q) - naming_only
+        held, held_after = len(units[best].terms & asked_terms), len(after.terms & asked_terms)
+        if held_after >= max(2 * held, held + FOCUS_TERMS_MORE):
             picked.append((after.text[:MAX_SENTENCE_CHARS], after.chunk_id))
     # a unit another quoted one holds is said once ("…如下： 1. …；" quotes its list's first item)
     quoted = [unit for unit, _ in picked]

@@ -498,6 +498,18 @@ def test_the_chinese_an_english_question_writes_out_names_what_is_asked():
     assert answer.text == "国家和社会保障残废军人的生活，抚恤烈士家属，优待军人家属。[ref:prc_constitution.pdf_19]"
 
 
+def test_the_sentence_after_the_best_holding_far_more_of_what_is_asked_is_quoted_with_it():
+    # the SVOLT datasheet as MinerU 2.7.6 read it (chunk 44): the capacity at -20°C, then the conditions it holds under
+    capacity = _chunk("svolt_output_44", "1.7.3 -20°C 的容量 Capacity at $\\mathbf { \\nabla } _ { - 2 0 } \\circ "
+                      "\\mathbf { C }$\n放电容量 ≥137.2Ah 。新电池状态， 25°C 标准充电， -20°C 标准放电(无风环境)。", "text")
+    question = "SVOLT 196Ah电芯规格书1.7.3条规定-20°C放电容量时，标准放电是在什么环境条件下进行的？"
+    answer = extractive_answer(question, _context((capacity, 0.9)), S)
+    assert answer.text.endswith("新电池状态， 25°C 标准充电， -20°C 标准放电(无风环境)。[ref:svolt_output_44]")
+    # the best one holding it already is quoted alone
+    answer = extractive_answer("SVOLT 196Ah电芯规格书1.7.3条规定-20°C的放电容量是多少？", _context((capacity, 0.9)), S)
+    assert "无风环境" not in answer.text and "137.2Ah" in answer.text
+
+
 def test_a_list_whose_bullets_a_symbol_font_wrote_as_letters_is_read_item_by_item():
     items = sentences(COE_TOPICS)[1:]
     assert len(items) == 9 and items[0] == "r Database performance and scalability"
