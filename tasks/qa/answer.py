@@ -627,7 +627,8 @@ _ASKS_CHINESE = re.compile(r"中文(?:标题|题目|名称|全称|名)|\bChinese
                            re.IGNORECASE)
 _LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
 _HAN = re.compile(r"[\u3400-\u9fff]")
-_HAN_RUN = re.compile(r"[\u3400-\u9fff]{2,}")
+# (in brackets or quotes: a Chinese question about an English title is no English question writing Chinese out)
+_HAN_BRACKETED = re.compile(r"(?<=[（(“\"「])\s*([\u3400-\u9fff]{2,}[^()（）“”\"「」]{0,20}?)\s*(?=[)）”\"」])")
 _NAMED_TABLE = re.compile(r"[\u3400-\u9fff]+(?=\s+(?:\w+\s+)?(?:table|statement|sheet)\b)", re.IGNORECASE)
 OTHER_SCRIPT_SHARE = 0.5  # of its score, for a unit not written in the language a name is asked in
 
@@ -1254,10 +1255,10 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     # bigrams match across word boundaries ("自然人下落" → "人下"), so a unit is also scored on the
     # question's words ("死亡" decides between the articles on 失踪 and on 死亡, where bigrams tie), those
     # naming what is asked counting double ("存货周转天数" of "…的存货周转天数是多少天")
-    # the Chinese an English question writes out ("compensation (抚恤)", "a set-off (抵销)") quotes its document: those
-    # words name what is asked as surely as its focus does
+    # the Chinese an English question writes out in brackets ("compensation (抚恤)", "a set-off (抵销)") quotes its
+    # document: those words name what is asked as surely as its focus does
     # (not those naming the document, "the drafting notes (编制说明)", nor a table, "the 利润表 projection table")
-    written = " ".join(_HAN_RUN.findall(_NAMED_TABLE.sub(" ", question))) if english else ""
+    written = " ".join(_HAN_BRACKETED.findall(_NAMED_TABLE.sub(" ", question))) if english else ""
     written_terms = terms(written) - naming_only
     bigram_share = _shares(q, [u.terms for u in units], written_terms, gloss_only)
     about = focus(question)
