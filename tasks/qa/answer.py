@@ -1043,8 +1043,9 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     (if it scores ≥ SECOND_UNIT_RATIO of the best); a best line opening a list (ending ":") is quoted with the best
     item of its list, a best sentence the question restates (no word beside the question's) with the sentence after
     it, a best sentence with the one after it when that holds far more of the focus's terms (FOCUS_TERMS_MORE), and a
-    best clause with the other clause of its sentence (split at "；") when that scores ADJACENT_TIE_RATIO of it; a unit another quoted unit holds is quoted once. A list of standards glued into one line is read entry by
-    entry (`sentences`), as is a list whose bullets a symbol font wrote as letters item by item. An English question
+    best clause with the other clause of its sentence (split at "；") when that scores ADJACENT_TIE_RATIO of it; a
+    unit another quoted unit holds is quoted once. A list of standards glued into one line is read entry by entry
+    (`sentences`), as is a list whose bullets a symbol font wrote as letters item by item. An English question
     reads a Chinese chunk by the Chinese its words translate to, a Chinese question an English chunk by the
     English (`_glossed`, at GLOSS_WEIGHT), and by what its own words mean in the question's language too (CC-CEDICT
     both ways, at GLOSS_WEIGHT); a question asking a list's
