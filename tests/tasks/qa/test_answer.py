@@ -499,9 +499,9 @@ def test_the_chinese_an_english_question_writes_out_names_what_is_asked():
     # a Chinese question about an English title writes no Chinese out: its own words weigh as they always do (the
     # CC-SAM paper's reference [50], not the thesis guide's sentence on 论文 and 参考文献)
     reference = _chunk("ccsam.pdf_118", "[50] Jianfeng Wang, Thomas Lukasiewicz, Xiaolin Hu, Jianfei Cai, and "
-                       "Zhenghua Xu. Rsg: A simple but effective module for learning imbalanced datasets. In Proceedings "
-                       "of the IEEE/CVF Conference on Computer Vision and Pattern Recognition, pages 3784–3793, 2021. "
-                       "1, 6, 7, 8", "text")
+                       "Zhenghua Xu. Rsg: A simple but effective module for learning imbalanced datasets. In "
+                       "Proceedings of the IEEE/CVF Conference on Computer Vision and Pattern Recognition, pages "
+                       "3784–3793, 2021. 1, 6, 7, 8", "text")
     guide = _chunk("ucasthesis.pdf_3", "根据《科学技术报告、学位论文和学术论文的编写格式》（GB/T 7713-1987）、《学位论文编写规则》"
                    "（GB/T 7713.1-2006）和《文后参考文献著录规则》（GB7714—87）等国家有关标准，结合中国科学院大学的实际情况，"
                    "特制订本规定。", "text")
