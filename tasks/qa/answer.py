@@ -222,7 +222,10 @@ WRAP_MIN_LINE_CHARS = 15
 # a line ending with a date ends an entry (a report's "related reports": "《…》 ——2024-08-21")
 _ENDS_SENTENCE = re.compile(r"(?:[。！？!?；;：:」』”）)]|[0-9]{4}[-/.][0-9]{1,2}[-/.][0-9]{1,2})\s*$")
 _STARTS_ITEM = re.compile(r"^\s*(?:第[零一二三四五六七八九十百千0-9]+[编章节条款]|[（(][一二三四五六七八九十0-9]+[)）]"
-                          r"|[一二三四五六七八九十]+[、.]|[0-9]+(?:\.[0-9]+)*[.、)）\s]|[-*•·]\s|#)")
+                          r"|[一二三四五六七八九十]+[、.]|[0-9]+(?:\.[0-9]+)*[.、)）\s]|[-*•·]\s|#"
+                          # an author-first reference entry ("[28] Tsung-Yi Lin, …"; a list of standards, "[2]  HAF
+                          # 103-2020 …", is read entry by entry its own way)
+                          r"|\[[0-9]{1,3}\]\s+[A-Z][a-z])")
 
 
 # a law's list of conditions: "…下列条件:（一）…；（二）…；（五）年满三十周岁。"
@@ -287,7 +290,10 @@ _BARE_NUMBER = re.compile(r"^[0-9]{1,2}[.．]$")  # "1." of "1. Hardware constra
 # Studies, 15(1), 22-38.") or GB/T 7714 ("BRAVO H, OLAVARRIA J. Comparative study …[J]. Anatomy and
 # embryology, 1990, 181(1):67-73."): its title, journal and pages are one statement, never split at their periods
 _REFERENCE_ENTRY = re.compile(r"^\s*(?:\[?[0-9]{1,3}[.\]]\s*)?(?:[A-Z][^\n]{0,200}?\([0-9]{4}[a-z]?\)\.\s"
-                              r"|[^\n]{1,200}?\[(?:[JMCDRSPNGZA]|EB|DB|CP)(?:/OL)?\](?:\.|//))")
+                              r"|[^\n]{1,200}?\[(?:[JMCDRSPNGZA]|EB|DB|CP)(?:/OL)?\](?:\.|//))"
+                              # or numbered, IEEE's way ("[28] Tsung-Yi Lin, … Focal loss for dense object detection.
+                              # In Proceedings of …, pages 2980–2988, 2017. 6, 7"): its year ends it
+                              r"|^\s*\[[0-9]{1,3}\]\s+[A-Z][^\n]{10,400}?\b(?:19|20)[0-9]{2}[a-z]?\.")
 
 
 def _next_reference(prev: str, line: str) -> bool:
@@ -657,6 +663,17 @@ _SECTION_WRITTEN = re.compile(r"(?<![0-9.])[0-9]{1,2}(?:\.[0-9]{1,2}){2,3}(?![0-
 def _sections_written(question: str) -> re.Pattern | None:
     numbers = list(dict.fromkeys(_SECTION_WRITTEN.findall(question)))
     return re.compile(rf"^\s*(?:{'|'.join(re.escape(n) for n in numbers)})(?![0-9.])") if numbers else None
+
+
+_NUMBERED_ENTRY = re.compile(r"^\s*\[[0-9]{1,3}\]\s")
+# a reference the question cites by its number ("参考文献[28]", "reference [64]", "[12]中"): its entry answers
+_CITES_REFERENCE = re.compile(r"(?:参考文献|\breferences?)\s*\[([0-9]{1,3})\]", re.IGNORECASE)
+
+
+def _cited_entry(question: str) -> re.Pattern | None:
+    """What opens the entry of the reference the question cites by its number ("[28] "), None for none."""
+    m = _CITES_REFERENCE.search(question)
+    return re.compile(rf"^\s*\[{m.group(1)}\]\s") if m else None  # (`_NUMBERED_ENTRY` of that number)
 
 
 def _codes_written(question: str) -> re.Pattern | None:
@@ -1045,7 +1062,9 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     it, a best sentence with the one after it when that holds far more of the focus's terms (FOCUS_TERMS_MORE), and a
     best clause with the other clause of its sentence (split at "；") when that scores ADJACENT_TIE_RATIO of it; a
     unit another quoted unit holds is quoted once. A list of standards glued into one line is read entry by entry
-    (`sentences`), as is a list whose bullets a symbol font wrote as letters item by item. An English question
+    (`sentences`), as is a list whose bullets a symbol font wrote as letters item by item; an author-first reference
+    entry ("[28] Tsung-Yi Lin, …") is one unit, said under its list's heading, and the one a question cites by its
+    number ("参考文献[28]") gains HEADING_BONUS. An English question
     reads a Chinese chunk by the Chinese its words translate to, a Chinese question an English chunk by the
     English (`_glossed`, at GLOSS_WEIGHT), and by what its own words mean in the question's language too (CC-CEDICT
     both ways, at GLOSS_WEIGHT); a question asking a list's
@@ -1188,6 +1207,10 @@ def extractive_answer(question: str, context: Context, settings: Settings,
                 in_other_article = bool(asked_articles) and not asked_articles.intersection(articles_asked(article))
             elif article:
                 setting = f"{setting} {article}".strip()
+            if _NUMBERED_ENTRY.match(unit):
+                # an entry of a numbered reference list is said under its heading ("七、参考资料" / "[2]  HAF 103-2020 …":
+                # "which edition of HAF 103 is listed among the reference materials")
+                setting = f"{setting} {c.chunk.section_path.rsplit(' > ', 1)[-1]}".strip()
             if ordinal is not None and (item_number(unit) is not None or _BULLET.match(unit) or c.chunk_id in pictures):
                 # a list's item (or a picture) asked by its place is said under its section's heading ("the fourth
                 # item in section 1.1 (explicit whitespace characters)" of "1.1 显式空白字符表示 / 1. … 4. 带删除线和下划线的空格")
@@ -1275,6 +1298,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     aside = _set_aside(question, context)
     in_script = _script_asked(question)
     codes, sections = _codes_written(question), _sections_written(question)
+    cited = _cited_entry(question)
     asked_years = _YEAR_WRITTEN.findall(question)
     measured = measure_asked(question)
     scored = []
@@ -1319,7 +1343,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
         if codes is not None and len(unit) <= CODE_LINE_CHARS and codes.search(unit) \
                 or sections is not None and sections.match(unit):
             hit += CODE_BONUS
-        if i in headings_asked:
+        if i in headings_asked or (cited is not None and cited.match(unit)):
             hit += HEADING_BONUS
         stated = _stated(unit, context.chunks[order].chunk.chunk_type)  # ("内容：卡通人物" labels no "内容" asked)
         if sentence and (labelled is not None and (labelled.search(stated) or _labels_part_of(stated, about))

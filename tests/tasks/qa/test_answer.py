@@ -523,6 +523,32 @@ def test_the_sentence_after_the_best_holding_far_more_of_what_is_asked_is_quoted
     assert "无风环境" not in answer.text and "137.2Ah" in answer.text
 
 
+# the CC-SAM paper's references as the MinerU cloud API read them (zip_contents, chunk 91): one entry a line, each
+# ending with the pages citing it ("1, 5, 8"), no sentence end
+CCSAM_REFERENCES = (
+    "[27] Shuang Li, Kaixiong Gong, Chi Harold Liu, Yulin Wang, Feng Qiao, and Xinjing Cheng. Metasaug: Meta semantic "
+    "augmentation for long-tailed visual recognition. In Proceedings of the IEEE/CVF conference on computer vision and "
+    "pattern recognition, pages 5212–5221, 2021. 1\n"
+    "[28] Tsung-Yi Lin, Priya Goyal, Ross Girshick, Kaiming He, and Piotr Dollár. Focal loss for dense object "
+    "detection. In Proceedings of the IEEE international conference on computer vision, pages 2980–2988, 2017. "
+    "1, 5, 8\n"
+    "[29] Tsung-Yi Lin, Michael Maire, Serge Belongie, James Hays, Pietro Perona, Deva Ramanan, Piotr Dollár, and C "
+    "Lawrence Zitnick. Microsoft coco: Common objects in context. In European conference on computer vision, pages "
+    "740–755, 2014. 6")
+
+
+def test_a_numbered_reference_entry_is_one_unit_and_a_question_citing_its_number_takes_it():
+    entries = sentences(CCSAM_REFERENCES)
+    assert len(entries) == 3 and entries[1].startswith("[28] Tsung-Yi Lin") and entries[1].endswith("2017. 1, 5, 8")
+    chunk = _chunk("ccsam_zip_91", CCSAM_REFERENCES, "text")
+    question = "CC-SAM论文参考文献[28]（Lin等人的Focal loss for dense object detection）在ICCV论文集中的页码范围是多少？"
+    answer = extractive_answer(question, _context((chunk, 0.9)), S)
+    assert answer.text.startswith("[28] Tsung-Yi Lin") and "2980–2988" in answer.text
+    # a list of standards numbered "[n]" (the PSR drafting notes' references) is no list of author-first entries
+    notes = "[1]  GB/T 1.1-2020 标准化工作导则 第1部分：标准化文件的结构和起草规则\n[2]  HAF 103-2020 核动力厂调试和运行安全规定"
+    assert len(sentences(notes)) == 1
+
+
 def test_a_list_whose_bullets_a_symbol_font_wrote_as_letters_is_read_item_by_item():
     items = sentences(COE_TOPICS)[1:]
     assert len(items) == 9 and items[0] == "r Database performance and scalability"
