@@ -42,9 +42,9 @@ from schemas.settings import Settings
 from tasks.index.views import document_name
 from tasks.qa.context import (ASKS_CONTENTS, ASKS_DOCUMENT_TITLE, COVER_CHUNKS, Context, articles_asked, quoted,
                               row_labels)
-from tasks.qa.extract import (COUNT_WORDS, LAST, ORDINAL_WORDS, answers_what_is_asked, columns, focus, form_lines,
-                              labelled_rows, measure_asked, negated_terms, ordinal_number, scope_only_terms,
-                              scope_parts, shortest_clause, table_cell, terms, without_scope)
+from tasks.qa.extract import (COUNT_WORDS, LAST, ORDINAL_WORDS, STANDARD_PREFIXES, answers_what_is_asked, columns,
+                              focus, form_lines, labelled_rows, measure_asked, negated_terms, ordinal_number,
+                              scope_only_terms, scope_parts, shortest_clause, table_cell, terms, without_scope)
 from tasks.qa.filters import file_lists, table_number, tables_asked
 from tasks.common.text import bigram_hit_rate, bigrams, clean_text, tokenize
 from tasks.qa.gloss import chinese_numeral, english_glosses, gloss_terms, headwords, sense_stems, stem, translatable
@@ -304,7 +304,7 @@ def _next_reference(prev: str, line: str) -> bool:
 # a list of standards whose line breaks the parser lost ("GB/T 2965—2007 钛及钛合金棒材GB/T 3621—2007 钛及钛合金板材
 # …", "GB/T 3620.2 …允许偏差GB/T 4698(所有部分) …"): each entry is a standard's number and title, so the line is split
 # before each number glued to the title before it
-_STANDARD_NUMBER = re.compile(r"(?:GB|GJB|YS|HB|JB|NB|DL|HG|SH|QB|SJ|YY|HAD|HAF|EJ)(?:/[TZ])?\s*"
+_STANDARD_NUMBER = re.compile(rf"(?:{STANDARD_PREFIXES})(?:/[TZ])?\s*"
                               r"[0-9]+(?:\.[0-9]+)*[A-Z]?(?:\s*[—–-]\s*(?:19|20)[0-9]{2})?(?![0-9.])")
 _GLUED_STANDARD = re.compile(rf"(?<=[^\sA-Za-z0-9/、，,;；:：（(])(?={_STANDARD_NUMBER.pattern})")
 MIN_STANDARDS = 3  # entries a line opening with a standard's number holds to be read as such a list
@@ -718,7 +718,6 @@ def _labels_part_of(unit: str, about: str) -> bool:
 # a question asking the caption of a chart or a table (a figure's is in its image description)
 _ASKS_CAPTION = re.compile(r"\bcaption\b|题注|图注|表注|标题说明", re.IGNORECASE)
 _NAMES_GRID = re.compile(r"\b(?:chart|table|graph)\b|图表|表格|(?<![图代])表\s*[0-9]", re.IGNORECASE)
-# a name the question quotes ("section 2.2.2 'Table with caption'") asks nothing of its words
 # a question asking a column's header ("the header of the column that lists 'Ash, Elm, Maple'", "放电功率一栏是在什么
 # 荷电状态下给出的": "功率（20%SOC），W"): each column of the context's tables answers by its header, told apart by its
 # header's words and by the cells the question quotes or writes in brackets ("(50, 150, 200)"), not by all its cells
@@ -730,6 +729,7 @@ _BRACKETED = re.compile(r"[（(][^（）()]{1,80}[)）]")
 # the column a question names ("允许的充电电流一栏", "the discharge power column"): its last word is what the column
 # holds (电流, not the 充电 of the 充电时间 beside it), and a header holding it gains CELL_BONUS
 _COLUMN_NAMED = re.compile(r"([\u4e00-\u9fff]{2,}?)(?:这|那)?(?:一栏|一列|栏|列)|\b([A-Za-z][\w-]{2,}) column\b")
+# a name the question quotes ("section 2.2.2 'Table with caption'") asks nothing of its words
 _QUOTED_NAME = re.compile(r"“[^”]{1,80}”|‘[^’]{1,80}’|「[^」]{1,80}」|\"[^\"]{1,80}\""
                           r"|(?<![A-Za-z])'[^']{1,80}'(?![A-Za-z])")
 

@@ -106,6 +106,10 @@ _BASE_WORDS = r"\bcompared (?:with|to)\b|\bthan\b|\bversus\b|\bvs\b|\bfrom\b|比
 _ASKS_CHANGE = re.compile(rf"(?:\bby (?:what|how much)\b|{_CHANGE_WORDS}).*?(?:{_BASE_WORDS}|\bover\b|\bbetween\b)"
                           rf"|(?:{_BASE_WORDS}).*?(?:{_CHANGE_WORDS})", re.IGNORECASE)
 _CHANGE_HEADER = re.compile(r"增减|变动|变化|增长|同比|环比|%|\bchange\b|\bgrowth\b|\byoy\b", re.IGNORECASE)
+# a column of changes against a base ("本报告期末比上年度末增减（%）"), and a question asking any change, with or without a
+# base ("同比变动（+/-%）", "year on year"): one asking neither a change nor a rate asks no such column
+_CHANGE_COLUMN = re.compile(r"增减|变动率|变化率|增长率|同比|环比|\bchange\b|\bgrowth\b|\byoy\b", re.IGNORECASE)
+_ASKS_ANY_CHANGE = re.compile(rf"{_CHANGE_WORDS}|同比|\byoy\b|year[ -]on[ -]year|\+\s*/\s*-", re.IGNORECASE)
 _YEARISH = re.compile(r"(?:19|20)[0-9]{2}|本期|上期|同期|年初|期初|期末")  # a change column naming its base
 _SUB_ITEM = re.compile(r"^\s*(?:其中|加|减)\s*[:：]\s*")  # a financial statement's sub-item marker
 # a row's own number asked ("这一行的编号（No.）", "which item number"): its numbering cell answers, as a column named
@@ -218,10 +222,6 @@ def _read_rows(content: str) -> tuple[tuple[tuple[str, ...], bool], ...]:
 # forecast table): it is that row's change
 _CHANGE_LABEL = re.compile(r"^[(（]?\s*(?:\+\s*/\s*-|±|yoy|同比|增长率|增速|增减)\s*(?:[(（]?%[)）]?)?\s*[)）]?$",
                            re.IGNORECASE)
-
-
-_CHANGE_COLUMN = re.compile(r"增减|变动率|变化率|增长率|同比|环比|\bchange\b|\bgrowth\b|\byoy\b", re.IGNORECASE)
-_ASKS_ANY_CHANGE = re.compile(rf"{_CHANGE_WORDS}|同比|\byoy\b|year[ -]on[ -]year|\+\s*/\s*-", re.IGNORECASE)
 
 
 def changes_row(label: str) -> bool:
@@ -1346,7 +1346,9 @@ _SCOPE_NUMBER = re.compile(r"[\u4e00-\u9fff]{1,8}[【〔\[]\d{4}[】〕\]]\s*\d{
 # a closing parenthesis of lower-case words describes what precedes it ("Table 2-1 of the Redpaper (the columns of
 # the FUNCTION_USAGE view)"); a name's is one word, capitalized or Chinese ("(ucasthesis)", "(General Requirements)")
 _DESCRIBED = re.compile(r"\s*\((?=[a-z]+\s)[^()]*\)\s*$")
-_LEADING_STANDARD = re.compile(r"^\s*((?:GB|GJB|YS|HB|JB|NB|DL|HG|SH|QB|SJ|YY|HAD|HAF|EJ)(?:/[TZ])?\s*"
+# the codes Chinese standards' numbers open with ("GB/T 3620.1—2016", "YS/T 658—2007", "HAF 103")
+STANDARD_PREFIXES = "GB|GJB|YS|HB|JB|NB|DL|HG|SH|QB|SJ|YY|HAD|HAF|EJ"
+_LEADING_STANDARD = re.compile(rf"^\s*((?:{STANDARD_PREFIXES})(?:/[TZ])?\s*"
                                r"[0-9]+(?:\.[0-9]+)*\s*[—–-]\s*(?:19|20)[0-9]{2})\s*(?=[\u4e00-\u9fff])"
                                r"(?![表图]\s*[0-9]|附录)")
 
