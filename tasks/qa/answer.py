@@ -665,6 +665,8 @@ def _sections_written(question: str) -> re.Pattern | None:
     return re.compile(rf"^\s*(?:{'|'.join(re.escape(n) for n in numbers)})(?![0-9.])") if numbers else None
 
 
+_ASKS_PLACE = re.compile(r"\bpages?\b|第几页|哪一?页|页码|第几节|哪一?节|\bwhich section\b|\bsection number\b",
+                         re.IGNORECASE)
 _NUMBERED_ENTRY = re.compile(r"^\s*\[[0-9]{1,3}\]\s")
 # a reference the question cites by its number ("参考文献[28]", "reference [64]", "[12]中"): its entry answers
 _CITES_REFERENCE = re.compile(r"(?:参考文献|\breferences?)\s*\[([0-9]{1,3})\]", re.IGNORECASE)
@@ -1078,8 +1080,9 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     about the files; a question asking a numbered heading's title takes its line (`heading_asked`), one
     asking what a symbol stands for its symbol list's line (`defines_symbol`), one asking the n-th paragraph
     under a heading it writes out that heading's n-th line (`_heading_written`), one asking the contents a
-    contents entry (`_contents_entries`), one asking the document's own title the title its cover carries
-    (`_document_title`), one asking a chart's or table's caption the caption of the grid its cells name, one asking
+    contents entry (`_contents_entries`; +HEADING_BONUS when a page or section number is asked of them), one asking
+    the document's own title the title its cover carries (`_document_title`),
+    one asking a chart's or table's caption the caption of the grid its cells name, one asking
     a column's header the header its words name (`_ASKS_HEADER`).
     The words naming the document are no evidence in a passage that writes them out, unless they are its
     document's subject; a unit holding only what the question sets aside ("besides X,
@@ -1152,6 +1155,8 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             still_open[(c.source, c.chunk.chunk_index)] = tuple(ends)
     labels = row_labels(context.chunks)  # a line of its own right before a table of values ("0°C≤T<5°C")
     contents_asked = bool(ASKS_CONTENTS.search(question))
+    # a page or a section number asked of the contents ("on which page does 3.2.2 begin", "是第几节"): an entry answers
+    place_in_contents, entries_asked = contents_asked and bool(_ASKS_PLACE.search(question)), set()
     unquoted = _QUOTED_NAME.sub(" ", question)
     caption_asked = bool(_ASKS_CAPTION.search(unquoted) and _NAMES_GRID.search(question))
     header_asked = bool(_ASKS_HEADER.search(unquoted))
@@ -1227,6 +1232,8 @@ def extractive_answer(question: str, context: Context, settings: Settings,
                 continue
             if is_heading:
                 headings_asked.add(len(units))
+            if entries is not None and place_in_contents:
+                entries_asked.add(len(units))
             restated = unit.endswith(("？", "?")) or unit.startswith(("问：", "问:", "Q:"))
             said_text = _stated(unit, c.chunk.chunk_type)  # a figure's field labels say nothing ("的内容是什么")
             negated = negated_terms(said_text, q)  # "非住宅…" holds no "住宅" the question asks about
@@ -1343,7 +1350,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
         if codes is not None and len(unit) <= CODE_LINE_CHARS and codes.search(unit) \
                 or sections is not None and sections.match(unit):
             hit += CODE_BONUS
-        if i in headings_asked or (cited is not None and cited.match(unit)):
+        if i in headings_asked or i in entries_asked or (cited is not None and cited.match(unit)):
             hit += HEADING_BONUS
         stated = _stated(unit, context.chunks[order].chunk.chunk_type)  # ("内容：卡通人物" labels no "内容" asked)
         if sentence and (labelled is not None and (labelled.search(stated) or _labels_part_of(stated, about))

@@ -549,6 +549,22 @@ def test_a_numbered_reference_entry_is_one_unit_and_a_question_citing_its_number
     assert len(sentences(notes)) == 1
 
 
+def test_a_page_asked_of_the_contents_is_answered_by_its_entry():
+    # redp5110_sampled.pdf, chunk 4 (the contents, dotted leaders) and a body sentence of section 2.2
+    leaders = " " + ". " * 12
+    contents = _chunk("redp5110_sampled.pdf_4", f"2.1.6 Change Function Usage CL command.{leaders}10\n"
+                      f"2.1.7 Verifying function usage IDs for RCAC with the FUNCTION_USAGE view{leaders}10\n"
+                      f"2.2 Separation of duties{leaders}10\nChapter 3. Row and Column Access Control{leaders}13",
+                      "index")
+    body = _chunk("redp5110_sampled.md_35", "2.2  Separation of duties\nSeparation of duties helps businesses comply "
+                  "with industry regulations or organizational requirements and simplifies the management of "
+                  "authorities.", "text")
+    question = ("In the contents listing of IBM Redpaper REDP-5110 (Row and Column Access Control Support in IBM DB2 "
+                "for i), what page number is given for section 2.2, Separation of duties?")
+    answer = extractive_answer(question, _context((body, 0.9), (contents, 0.8)), S)
+    assert answer.text == "2.2 Separation of duties 10[ref:redp5110_sampled.pdf_4]"
+
+
 def test_a_list_whose_bullets_a_symbol_font_wrote_as_letters_is_read_item_by_item():
     items = sentences(COE_TOPICS)[1:]
     assert len(items) == 9 and items[0] == "r Database performance and scalability"
