@@ -1278,9 +1278,9 @@ def extractive_answer(question: str, context: Context, settings: Settings,
         for k, (head, cells) in enumerate(columns(c.chunk.content) if header_asked and c.chunk.chunk_type in GRIDS
                                           else []):
             headings_asked.add(len(units))
-            quoted = terms(cells) & quoted_terms
-            units.append(_Unit(((terms(head) | quoted) - foreign) | subject,
-                               (words(head) | {w for w in words(cells) if terms(w) & quoted} | subject_words)
+            named_cells = terms(cells) & quoted_terms
+            units.append(_Unit(((terms(head) | named_cells) - foreign) | subject,
+                               (words(head) | {w for w in words(cells) if terms(w) & named_cells} | subject_words)
                                - foreign_words, CELL_BONUS if column_head and column_head <= terms(head) else 0.0,
                                credit, order, k, head, c.chunk_id, False, translated))
     # bigrams match across word boundaries ("自然人下落" → "人下"), so a unit is also scored on the

@@ -116,7 +116,6 @@ _SUB_ITEM = re.compile(r"^\s*(?:其中|加|减)\s*[:：]\s*")  # a financial sta
 # by a term or two would (a header the question names more fully wins)
 _ASKS_NUMBERING = re.compile(r"编号|序号|\bitem number\b|\bNo\.|\brow number\b", re.IGNORECASE)
 NUMBERING_SCORE = 1.0
-_ITEM_NUMBER = re.compile(r"[0-9]{1,2}(?:\.[0-9]{1,2}){1,4}")  # a numbered row's "1.1.11", not a lone "3"
 FILE_EXTENSIONS = r"pdf|docx?|md|html?|txt|xlsx?|pptx?|csv|json"  # what a file a corpus lists is named with
 _FILE_PATH = re.compile(rf"[\w./-]*\w\.(?:{FILE_EXTENSIONS})", re.IGNORECASE)
 PATH_LABEL_TERMS = 4  # a label of this many terms written out names its row, even of the document's own words
@@ -224,7 +223,7 @@ _CHANGE_LABEL = re.compile(r"^[(（]?\s*(?:\+\s*/\s*-|±|yoy|同比|增长率|�
                            re.IGNORECASE)
 
 
-def changes_row(label: str) -> bool:
+def _changes_row(label: str) -> bool:
     """Whether a row's label says it holds the change of the row above (`_changes_labelled`)."""
     last = label.rsplit(None, 1)[-1] if label.strip() else ""
     return bool(_CHANGE_LABEL.match(last)) and last != label.strip()
@@ -1045,11 +1044,11 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
                 row_score = max(row_score, GROUP_TIE_WEIGHT)
                 name, shown = name or f"#{place}", row[0] if started else shown.strip() or f"#{place}"
             # so is a row by its own item number written out ("item 1.1.11", "4.1.5.5"), one of two levels or more
-            numbered = bool(k) and _ITEM_NUMBER.fullmatch(row[0].strip()) is not None \
+            numbered = bool(k) and _SECTION_NUMBER.match(row[0].strip()) is not None \
                 and re.search(rf"(?<![0-9.]){re.escape(row[0].strip())}(?![0-9]|\.[0-9])", question) is not None
             if numbered:
                 row_score = max(row_score, GROUP_TIE_WEIGHT)
-            if changes_row(name) and row_score > 0:  # the change of the row above: asked as a change or not at all
+            if _changes_row(name) and row_score > 0:  # the change of the row above: asked as a change or not at all
                 row_score += GROUP_TIE_WEIGHT if change_asked else -GROUP_TIE_WEIGHT
             if not name or not values or row_score <= 0:
                 continue
@@ -1073,7 +1072,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
             column_named = max(col_scores, default=0.0) > 0
             # (a label of the document's own name writes no row out, "CC-SAM" in the CC-SAM paper, but a path is
             # one: "zh_pdf/prc_constitution.pdf" names its row of a file list, whatever document it names)
-            written_name = name.rsplit(None, 1)[0] if changes_row(name) else name  # the row above's label
+            written_name = name.rsplit(None, 1)[0] if _changes_row(name) else name  # the row above's label
             written = (len(_plain(written_name)) >= 2 and _writes(writing, _plain(written_name), column_named)
                        and (bool(terms(name) - subject) or len(terms(name)) >= PATH_LABEL_TERMS)) or \
                 (len(label_numbers) >= 2 and label_numbers <= asked_numbers and not _HAS_LETTERS.search(name)
@@ -1306,10 +1305,11 @@ _SCOPE_CJK = re.compile(r"^\s*(.{2,40}?)(?:中|里|上)(?:，|,|的)|^\s*(?:根�
 _SCOPE_CITED = re.compile(r"[（(]\s*(?:依据|根据|按照|参见|参照|见)\s*([^（）()]{2,40}?)\s*[)）]"
                           r"|(?:请|需)?(?:依据|根据|参照)([^，,。？?（）()]{2,40}?)[。.]?\s*$"
                           rf"|[（(]([^（）()]{{1,30}}?(?:{_DOCUMENT_WORDS_CJK})[^（）()]{{0,12}})[)）]")
-_SCOPE_EN = re.compile(r"^\s*(?:in|from|according to|under)\s+(?:the\s+)?"
+_SCOPE_EN_START = r"^\s*(?:in|from|according to|under)\s+(?:the\s+)?"
+_SCOPE_EN = re.compile(_SCOPE_EN_START
                        # "In BYD's 2025 first-quarter report, …": to the word for a document, past a name's "'s"
-                       rf"([^,，?？]{{2,160}}?\b(?:{_DOCUMENT_WORDS})s?)(?:'s\b|’s\b|,)"
-                       r"|^\s*(?:in|from|according to|under)\s+(?:the\s+)?(.{2,160}?)(?:'s\b|’s\b|,)"
+                       + rf"([^,，?？]{{2,160}}?\b(?:{_DOCUMENT_WORDS})s?)(?:'s\b|’s\b|,)"
+                       + rf"|{_SCOPE_EN_START}(.{{2,160}}?)(?:'s\b|’s\b|,)"
                        r"|\b(?:in|from|of) the (\S+(?: \S+)?)(?:'s|’s)? (?:paper|report|document|datasheet|standard|manual)\b",
                        re.IGNORECASE)
 # a quoted title beside the word for a document: "the draft NB/T standard 'Periodic safety review … —
