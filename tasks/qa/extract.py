@@ -1292,7 +1292,8 @@ _DOCUMENT_WORDS_CJK = "论文|研报|报告|标准|手册|说明书|规格书"  
 # the words for a document in both languages, one alternation (`tasks.qa.filters`: they name no document)
 DOCUMENT_WORDS = f"{_DOCUMENT_WORDS}|{_DOCUMENT_WORDS_CJK}"
 _SCOPE_TITLE = re.compile(r"《([^》]+)》")
-_SCOPE_CJK = re.compile(r"^\s*(.{2,40}?)(?:中|里|上)(?:，|,|的)|^\s*(?:根据|按照|依据|按)(.{2,40}?)(?:，|,)"
+# "X中，…", "X里的…" within the first clause (a "…之上的" further on is what is asked, not where)
+_SCOPE_CJK = re.compile(r"^\s*([^，,？?]{2,40}?)(?:中|里|上)(?:，|,|的)|^\s*(?:根据|按照|依据|按)(.{2,40}?)(?:，|,)"
                         r"|^\s*(.{2,40}?)这(?:项|份|个|篇|部|本)"
                         # "CC-SAM论文中Places-LT、…的对比表里，…": to the word for a document
                         rf"|^\s*([^，,。？?]{{2,30}}?(?:{_DOCUMENT_WORDS_CJK}|文档))(?:中|里|(?=第[0-9]))"

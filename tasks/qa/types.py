@@ -67,6 +67,7 @@ class Retrieval:
     top_cosine: float | None  # best cosine of the vector channel over the query variants
     variants: list[str]
     widened: bool = False
+    top_cosine_across: bool = False  # the best cosine's chunk is written in the other language than the question
     stages: list[StageTrace] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)  # stage → seconds for this question
     rerank_fallback: bool = False  # the reranker failed for this question: the fused order stands

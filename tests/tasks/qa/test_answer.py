@@ -93,7 +93,19 @@ def test_grade_evidence_is_scale_aware():
     ok, why = grade_evidence(retrieval([0.9], top_cosine=0.79, question=english), ctx, S, floor)
     assert not ok and "cosine 0.790 < 0.8" in why
     assert not grade_evidence(retrieval([0.9], top_cosine=0.815, question="CLIENT_PORT 是什么类型？"), ctx, S,
-                              floor)[0]  # CJK in the question: the model's own floor
+                              floor)[0]  # a Chinese question: the model's own floor
+    # a mostly English question is English, its Chinese in brackets aside
+    assert grade_evidence(retrieval([0.9], top_cosine=0.815, question="Under Article 384, after how many demands "
+                                                                       "(催告) may the owner terminate it?"), ctx, S,
+                          floor)[0]
+    # the best cosine's passage in the other language: lower floors (xquad, bench/cosine_floor.py)
+    across = replace(retrieval([0.9], top_cosine=0.75, question="CLIENT_PORT 是什么类型？"), top_cosine_across=True)
+    assert grade_evidence(across, ctx, S, floor)[0]
+    ok, why = grade_evidence(replace(across, top_cosine=0.73), ctx, S, floor)
+    assert not ok and "cosine 0.730 < 0.74" in why
+    ok, why = grade_evidence(replace(across, question=english, top_cosine=0.71), ctx, S, floor)
+    assert not ok and "cosine 0.710 < 0.72" in why
+    assert grade_evidence(replace(across, question=english, top_cosine=0.725), ctx, S, floor)[0]
     assert grade_evidence(retrieval([0.9]), ctx, S, floor)[0]  # BM25 only: RRF says nothing absolute
     ok, why = grade_evidence(retrieval([0.9]), Context(ctx.chunks[:1], ""), S, floor)
     assert not ok and "1 evidence chunks" in why
@@ -802,6 +814,8 @@ def test_the_words_naming_the_document_are_its_scope():
     assert document_scope("IBM DB2 for i 行列访问控制（RCAC）红皮书指出，用SQL视图限制数据访问存在挑战，第一个挑战是什么？") == \
         "IBM DB2 for i 行列访问控制（RCAC）红皮书"
     assert document_scope("核电厂定期安全评价第1部分编制说明提到，原标准对要素报告有什么要求？") == "核电厂定期安全评价第1部分编制说明"
+    # "X中/里/上，" stops at the first comma: "…之上的" late in the question is what is asked, not where
+    assert document_scope("CC-SAM论文相关工作指出，GBP[49]是建立在哪两者之间高度相关这一观察之上的？") == "CC-SAM论文相关工作"
     # an official document's number names it wherever the question writes it
     assert "党委【2017】010号" in scope_parts("Which article of the union rules (党委【2017】010号) lists its duties?")
     assert scope_parts("Which article lists the union's duties?") == []

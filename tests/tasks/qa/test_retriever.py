@@ -13,7 +13,9 @@ from tasks.qa.questions import read_questions
 from tasks.index.views import chunk_id_of
 from tasks.qa.retriever import Retriever
 from tasks.qa.types import STAGES, trace_records
-from tests.conftest import CMRC, CMRC_PASSAGES
+from tasks.common.text import tokenize
+from tasks.index.bm25 import BM25Index
+from tests.conftest import CMRC, CMRC_PASSAGES, DATA, need
 from tests.tasks.qa.test_rerank import build_tiny_cross_encoder
 
 
@@ -53,6 +55,9 @@ def test_retrieval_stages_and_traces(cmrc):
     chunks = {chunk_id_of(i) for i in retriever.collection.get(include=[])["ids"]}  # views fold into their chunk
     assert len(vector) == min(settings.retrieval.recall_k, len(chunks)) <= retriever.size
     assert r.top_cosine == vector[0][1] and len({cid for cid, *_ in vector}) == len(vector)
+    # the best cosine's passage is in the question's language (cmrc: Chinese); an English question's is not
+    (english,) = retriever.retrieve_batch(["In which year was the film released?"])
+    assert not r.top_cosine_across and english.top_cosine_across
     assert len(r.stages[4].hits) <= settings.retrieval.mmr_top_k
     scores = [c.score for c in r.ranked[:r.kept]]
     assert scores == sorted(scores, reverse=True) and all(c.chunk is not None for c in r.ranked)
@@ -101,6 +106,23 @@ def test_an_english_question_finds_a_chinese_passage_by_the_chinese_of_its_words
     blind = Retriever(settings.replace(gloss_enabled=False), "cmrc", bm25=retriever.bm25)
     (lost,) = blind.retrieve_batch([question], "bm25")
     assert not any(is_gold(c) for c in lost.ranked)
+
+
+def test_a_chinese_question_finds_an_english_passage_by_the_english_of_its_words(cmrc):
+    settings, _, _ = cmrc
+    redpaper = need(DATA / "docs" / "en" / "groundtruth" / "redp5110_sampled.md").read_text(encoding="utf-8")
+    paragraphs = [p for p in redpaper.split("\n") if len(p) > 80]
+    index = BM25Index.build([str(i) for i in range(len(paragraphs))], [tokenize(p) for p in paragraphs])
+    question = "红皮书说，每条含敏感信息的丢失记录所产生的平均成本上升了多少？"  # "…for each lost record containing…"
+
+    def best(retriever: Retriever) -> str:
+        _, terms = retriever._variants([question], widen=False)
+        hits = index.search(terms[0], 1)[0]
+        return paragraphs[int(hits[0][0])] if hits else ""
+
+    assert "each lost record containing sensitive information" in best(Retriever(settings, "cmrc", bm25=index))
+    blind = Retriever(settings.replace(gloss_enabled=False), "cmrc", bm25=index)
+    assert "each lost record" not in best(blind)
 
 
 def test_rerank_stage_with_a_tiny_cross_encoder(cmrc, tmp_path):
