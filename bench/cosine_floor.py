@@ -30,13 +30,13 @@ LANGUAGES = ("zh", "en")
 
 def read(language: str) -> tuple[list[str], list[str], list[str], list[str]]:
     """(paragraph ids, paragraph texts, questions, each question's gold paragraph id)."""
-    corpus = [json.loads(line) for line in (XQUAD / language / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
-    queries = [json.loads(line) for line in (XQUAD / language / "queries.jsonl").read_text(encoding="utf-8").splitlines()]
+    corpus, queries = ([json.loads(line) for line in (XQUAD / language / name).read_text(encoding="utf-8").splitlines()]
+                       for name in ("corpus.jsonl", "queries.jsonl"))
     return ([p["pid"] for p in corpus], [p["text"] for p in corpus],
             [q["question"] for q in queries], [q["gold_pids"][0] for q in queries])
 
 
-def unit(vectors: np.ndarray) -> np.ndarray:
+def normalized(vectors: np.ndarray) -> np.ndarray:
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
@@ -50,8 +50,8 @@ def main(argv: list[str]) -> int:
 
     embedder = Embedder.from_settings(load_settings(str(args.home)))
     data = {language: read(language) for language in LANGUAGES}
-    passages = {language: unit(embedder.embed_passages(data[language][1])) for language in LANGUAGES}
-    queries = {language: unit(embedder.embed_queries(data[language][2])) for language in LANGUAGES}
+    passages = {language: normalized(embedder.embed_passages(data[language][1])) for language in LANGUAGES}
+    queries = {language: normalized(embedder.embed_queries(data[language][2])) for language in LANGUAGES}
     print(f"model {embedder.model_id}; best cosine quantiles (5 % / 25 % / 50 %)")
     print(f"{'questions':<10} {'passages':<9} {'answerable':>22} {'unanswerable':>22}")
     for asked in LANGUAGES:

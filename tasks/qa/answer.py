@@ -47,8 +47,8 @@ from tasks.qa.extract import (COUNT_WORDS, LAST, ORDINAL_WORDS, STANDARD_PREFIXE
                               scope_only_terms, scope_parts, shortest_clause, table_cell, terms, without_scope)
 from tasks.qa.filters import file_lists, table_number, tables_asked
 from tasks.common.text import bigram_hit_rate, bigrams, clean_text, tokenize
-from tasks.qa.gloss import (chinese_numeral, chinese_text, english_glosses, english_text, gloss_terms, headwords, sense_stems,
-                            stem, translatable)
+from tasks.qa.gloss import (chinese_numeral, chinese_text, english_glosses, english_text, gloss_terms, headwords,
+                            sense_stems, stem, translatable)
 from tasks.qa.types import Retrieval, evidence_text
 
 log = logging.getLogger("kbflow.qa")
