@@ -1032,7 +1032,9 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
             words = [_uncited(c) for c in row[k + 1:key] if c]
             row_score = max(named(name, q), named(label, q), *(named(c, q) for c in words)) \
                 + GROUP_TIE_WEIGHT * len(terms(label) & q)
-            quoted = [j for j in values if _plain(row[j]) in quotes]
+            # (a value the question writes out names its row even where it sits in the label's cells: "PACKAGE_VERSION |
+            # VARCHAR(64)" of "数据类型为VARCHAR(64)的是哪一个")
+            quoted = [j for j in range(k + 1, len(row)) if row[j] and _plain(row[j]) in quotes]
             if quoted:
                 row_score = max(row_score, *(named(row[j], q) for j in quoted))
             # the labels' own column named ("which position …", "哪个职位"): the label is asked, and the row is named by

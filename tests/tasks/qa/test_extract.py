@@ -1374,3 +1374,15 @@ def test_a_table_continued_from_the_page_before_has_no_header_and_its_numbers_ar
     item = table_cell("Which item number does the SVOLT 196Ah datasheet's BMS requirements table (section 4.1.5) "
                       "assign to charge time protection (充电时间过长保护)?", SVOLT_BMS)
     assert (item.header, item.value) == ("No.", "4.1.5.10")
+
+
+def test_a_value_the_question_writes_out_names_its_row_even_among_the_labels_cells():
+    # REDP-5110 Table 3-2 (fresh76 aw02): "VARCHAR(64)" is read as part of PACKAGE_VERSION's label; the Chinese
+    # question's "类型" glossed "type" must not make ROUTINE_TYPE the row asked
+    content = ("Global variable | Type | Description\n"
+               "PACKAGE_NAME | VARCHAR(128) | Name of the currently running package\n"
+               "PACKAGE_VERSION | VARCHAR(64) | Version identifier of the currently running package\n"
+               "ROUTINE_TYPE | CHAR(1) | Type of the currently running routine")
+    question = "IBM红皮书REDP-5110表3-2列出的九个内置全局变量中，数据类型为VARCHAR(64)的是哪一个？"
+    cell = table_cell(question, content, glosses="variable type")
+    assert cell.label.startswith("PACKAGE_VERSION") and cell.written
