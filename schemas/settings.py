@@ -95,6 +95,11 @@ class RetrievalSettings:
     # (tasks.qa.gloss): the words the knowledge base uses join its BM25 terms, and those the context
     # uses the terms an offline answer matches: English questions over Chinese documents
     gloss_enabled: bool = True
+    # ours: with glosses on, a Chinese question whose best vector hit is English also asks in the English of its
+    # words (those the knowledge base writes), a passage that query finds scoring its cosine + this when better
+    # than the question's own (`Retriever._with_translation`; fitted on half of xquad's articles, reported on the
+    # other: bench/translated_query.py)
+    translated_query_offset: float = 0.05
     rrf_image_weight: float = 0.5  # ours (seed 001 §4.4 names IMAGE_WEIGHT without a value)
     dynamic_rrf_enabled: bool = True  # DYNAMIC_RRF_ENABLED: per-question weights from each ranking's sharpness
     dynamic_rrf_gain: float = 3.0  # ours: weight x (1 + gain x sharpness), sharpness in [0, 1]

@@ -255,6 +255,8 @@ class Retriever:
                         (vector,) = [ch for ch in per_query[qi] if ch.channel == VECTOR and ch.variant == vi]
                         hits = figures_on_vector_scale(vector, hits)
                     per_query[qi].append(hits)
+                if channel == VECTOR and s.retrieval.gloss_enabled:  # before figures are ranked among its hits
+                    self._with_translation(variants, per_query, k, where)
         if BM25 in channels:
             # BM25 cannot filter while it ranks: with a source/section filter it looks deeper
             k = recall_k if not (sources or section) else max(recall_k, min(len(self.bm25), recall_k * 10))
@@ -270,13 +272,42 @@ class Retriever:
                            and (not section or in_section(rec.section_path, section))][:recall_k]
         return per_query, records
 
+    def _with_translation(self, variants: list[list[str]], per_query: list[list[ChannelHits]], recall_k: int,
+                          where: dict | None) -> None:
+        """Merge into the vector hits of each Chinese question whose best hit is English those of its English
+        as a query of its own (the senses of its words the knowledge base writes, `english_glosses`), each
+        chunk at the better of the question's cosine and the translation's + `translated_query_offset`.
+        e5-small matches a Chinese question to English passages poorly and English words to them well
+        (xquad's Chinese questions over its English paragraphs: vector hit@1 0.17 → 0.53 / 0.62 on either
+        half of its articles); the words' cosines run lower than a sentence's, hence the offset. Only where
+        the question's own best hit is English: a knowledge base holding its Chinese answer too would see
+        English passages on the subject outrank it (bench/retrieval.py's mixed knowledge base)."""
+        own = {qi: ch for qi, chs in enumerate(per_query) for ch in chs
+               if ch.channel == VECTOR and ch.variant == 0 and ch.hits}
+        english = {qi: words for qi in own if (words := english_glosses(variants[qi][0], self.bm25.vocab))}
+        first = self.records({own[qi].hits[0][0] for qi in english})  # (read once: the run keeps them)
+        translated = {qi: " ".join(words) for qi, words in english.items()
+                      if (top := first.get(own[qi].hits[0][0])) is not None
+                      and across_languages(variants[qi][0], top.content)}
+        if not translated:
+            return
+        offset = self.settings.retrieval.translated_query_offset
+        vecs = self.embedder.embed_queries(list(translated.values()), batch_size=QUERY_ENCODE_BATCH)
+        for qi, found in zip(translated, self._vector(vecs, recall_k, where, VECTOR, 0.0)):
+            merged = dict(own[qi].hits)
+            for chunk_id, cosine in found.hits:
+                merged[chunk_id] = max(merged.get(chunk_id, -1.0), cosine + offset)
+            own[qi].own_top = own[qi].hits[0]
+            own[qi].hits = sorted(merged.items(), key=lambda kv: -kv[1])[:recall_k]
+
     def _fuse_filter_mmr(self, r: Retrieval, chs: list[ChannelHits], records: dict[str, Chunk], mmr_k: int,
                          sources: Sequence[str] | None, section: str | None) -> list[Candidate]:
         """RRF → filters → MMR into `r.ranked` (traced); returns BM25's top chunks for the rescue."""
         s = self.settings
         for ch in chs:
             r.trace(ch.channel, [(cid, score, f"variant {ch.variant}" if ch.variant else "") for cid, score in ch.hits])
-        best = max(((hits[0][1], hits[0][0]) for ch in chs if ch.channel == VECTOR and (hits := ch.hits)), default=None)
+        tops = (ch.own_top or ch.hits[0] for ch in chs if ch.channel == VECTOR and ch.hits)
+        best = max(((cosine, chunk_id) for chunk_id, cosine in tops), default=None)
         if best is not None:
             r.top_cosine = best[0]
             # (a passage in the other language scores lower: `tasks.qa.answer.question_floor`)

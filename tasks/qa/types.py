@@ -47,6 +47,9 @@ class ChannelHits:
     hits: list[tuple[str, float]]
     variant: int = 0
     ranks: list[int] | None = None
+    # the question's own best (chunk_id, cosine) when the hits of its translation were merged in
+    # (`Retriever._with_translation`): the CRAG floor is calibrated on the question's own cosines
+    own_top: tuple[str, float] | None = None
 
 
 @dataclass
