@@ -92,6 +92,9 @@ _SENTENCE_END = re.compile(r"(?<=[。！？!?；])|(?<=;)(?<![A-Za-z0-9];)|(?<=[
                            r"|(?<=[.!?])\s+(?=[A-Z0-9\"'])")
 # a sentence that continues the one before: it opens with a pronoun, or (Chinese) with no subject at all
 _PRONOUN_START = re.compile(r"^(?:(?:It|Its|This|These|They|Their|He|She|His|Her)\b|[它其他她]|由|并且|并|且|也|还)")
+# or, after a semicolon, with a short condition ("…行使抵押权；未行使的，人民法院不予保护。"): the subject, and often
+# the answer, is in the clause before
+_CONDITION_START = re.compile(r"^[^，,。；;:：]{1,10}的[，,]")
 MAX_SENTENCE_CHARS = 400
 MIN_SENTENCE_CHARS = 6  # shorter "sentences" are headings and labels
 # a table of contents' entry ("2 规范性引用文件", "附录A …") names a section: the answer only when the contents are asked
@@ -380,7 +383,7 @@ def _sentence_units(chunk, numbered_items: bool, opening: str, in_item: bool = F
     # the items after it ("（五）年满三十周岁。") are said by it too: each is quoted with it
     joined, intro = [], opening
     for i, u in enumerate(units):
-        if i and _PRONOUN_START.match(u):
+        if i and (_PRONOUN_START.match(u) or units[i - 1].endswith(("；", ";")) and _CONDITION_START.match(u)):
             u = _join(units[i - 1], u)
         item = bool((_NUMBERED_ITEM if numbered_items else _LIST_ITEM).match(u))
         # the chunk opening with the rest of the item the chunk before ended with ("国家预算…调整方案；(六)…")

@@ -740,6 +740,14 @@ def test_a_sentence_with_no_subject_is_quoted_with_the_one_before():
     assert "zepinglee" in extractive_answer("ucasthesis模板中gbt7714文献样式文件是由谁开发的？", ctx, S).text
 
 
+def test_a_condition_after_a_semicolon_is_quoted_with_the_clause_it_continues():
+    # prc_civil_code.pdf, chunk 95: "未行使的，" (if not exercised) has its subject, and the period asked, before the ；
+    code = _chunk("civil.pdf_95", "第四百一十八条 以集体所有土地的使用权依法抵押的，实现抵押权后，未经法定程序，不得改变土地所有权的"
+                  "性质和土地用途。\n第四百一十九条 抵押权人应当在主债权诉讼时效期间行使抵押权；未行使的，人民法院不予保护。", "text")
+    answer = extractive_answer("依照民法典，抵押权人应当在什么期间内行使抵押权，否则人民法院不予保护？", _context((code, 0.9)), S)
+    assert answer.text.startswith("第四百一十九条 抵押权人应当在主债权诉讼时效期间行使抵押权；未行使的，人民法院不予保护。")
+
+
 def test_a_line_giving_the_asked_about_label_its_value_answers():
     # byd_2025q1_quarterly_report.pdf: the declaration names the role; the statements' footer gives the person
     declaration = _chunk("byd.pdf_1", "2.公司负责人、主管会计工作负责人及会计机构负责人(会计主管人员)声明:保证季度报告中财务信息的真实、"
