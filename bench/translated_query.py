@@ -8,9 +8,9 @@ each, kbflow's own ingest; a re-run only checks the files) and asks its Chinese 
 translation is what the retriever embeds: the English senses of its words that the knowledge base writes
 (`english_glosses`); a chunk scores the better of the question's cosine and the translation's + offset.
 The retriever's own vector channel (its stage trace; "question only" = glosses off), hit@1 / hit@10 of the
-gold paragraph, for each offset on each half of xquad's articles
-(even / odd), then the offset fitted on one half (best hit@1) reported on the other: how
-`retrieval.translated_query_offset` was chosen. Not part of CI: prints figures only.
+gold paragraph, for each offset on each half of xquad's articles (even / odd), then the offset fitted on one
+half (best hit@1) reported on the other: how `retrieval.translated_query_offset` was chosen. Not part of CI:
+prints figures only.
 """
 from __future__ import annotations
 

@@ -172,23 +172,20 @@ def test_a_chinese_questions_english_is_a_second_vector_query_where_its_best_hit
     still reads the question's own best cosine. Where the question's best hit is Chinese (its Chinese
     paragraph is there too) the translation is not asked."""
     settings, questions = xquad_kbs
-    for kb, asked in (("en", questions), ("mixed", questions)):
-        (found, tops), (alone, own_tops) = (_first_hits(Retriever(s, kb), asked)
+    both = [i for i, q in enumerate(questions) if int(q["gold_pids"][0].split("-")[1]) < XQUAD_BOTH]
+    for kb in ("en", "mixed"):
+        (found, tops), (alone, own_tops) = (_first_hits(Retriever(s, kb), questions)
                                             for s in (settings, settings.replace(gloss_enabled=False)))
-        print(f"kb {kb}: vector hit@1 of {len(asked)} Chinese questions {_hit_at_1(alone, asked):.3f} alone, "
-              f"{_hit_at_1(found, asked):.3f} with their English")
+        print(f"kb {kb}: vector hit@1 of {len(questions)} Chinese questions {_hit_at_1(alone, questions):.3f} alone, "
+              f"{_hit_at_1(found, questions):.3f} with their English")  # en: 0.236 → 0.643
         assert tops == own_tops
         if kb == "en":
-            assert len(asked) > 250 and _hit_at_1(found, asked) >= _hit_at_1(alone, asked) + 0.2
-    both = [q for q in questions if int(q["gold_pids"][0].split("-")[1]) < XQUAD_BOTH]
-    (found, _), (alone, _) = (_first_hits(Retriever(s, "mixed"), both)
-                              for s in (settings, settings.replace(gloss_enabled=False)))
+            assert len(questions) > 250 and _hit_at_1(found, questions) >= _hit_at_1(alone, questions) + 0.2
+    # kb "mixed": the questions whose Chinese paragraph it holds too keep their first hits
+    found, alone, asked = [found[i] for i in both], [alone[i] for i in both], [questions[i] for i in both]
     changed = np.mean([a != b for a, b in zip(found, alone)])
-    print(f"{len(both)} with their Chinese paragraph too: {changed:.1%} of first hits changed, hit@1 "
-          f"{_hit_at_1(alone, both):.3f} → {_hit_at_1(found, both):.3f}")
-    assert len(both) > 100 and _hit_at_1(alone, both) > 0.8
-    assert changed < 0.1 and _hit_at_1(found, both) >= _hit_at_1(alone, both)
-
+    assert len(both) > 100 and _hit_at_1(alone, asked) > 0.8
+    assert changed < 0.1 and _hit_at_1(found, asked) >= _hit_at_1(alone, asked)
 
 
 def test_rerank_stage_with_a_tiny_cross_encoder(cmrc, tmp_path):
