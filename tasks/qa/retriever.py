@@ -311,7 +311,9 @@ class Retriever:
         if best is not None:
             r.top_cosine = best[0]
             # (a passage in the other language scores lower: `tasks.qa.answer.question_floor`)
-            r.top_cosine_across = best[1] in records and across_languages(r.question, records[best[1]].content)
+            # (the run's records: the question's own best hit may have left the merged hits, `_with_translation`)
+            top = self.records([best[1]]).get(best[1])
+            r.top_cosine_across = top is not None and across_languages(r.question, top.content)
         cands = named_documents_first(self.document_names.named(r.question),
                                       catalogues_last(r.question, self._fuse(chs, records)))
         r.trace("rrf", cands)
