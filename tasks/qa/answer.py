@@ -395,7 +395,9 @@ def _sentence_units(chunk, numbered_items: bool, opening: str, in_item: bool = F
             u = _join(u, units[i + 1])
         elif not item:  # "…下列条件:（一）无子女…；" opens its list itself
             opened = _OPENS_LIST.match(u)
-            intro = opened.group(1) if opened else ""
+            # an item's second clause ("（五）…的人选；根据国务院总理的提名，…；") leaves its list open
+            going_on = bool(intro) and i > 0 and units[i - 1].endswith(("；", ";"))
+            intro = opened.group(1) if opened else intro if going_on else ""
         joined.append(u)
     if units and units[-1].endswith((":", "：")):
         return joined, units[-1], False

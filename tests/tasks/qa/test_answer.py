@@ -706,6 +706,21 @@ def test_an_item_of_a_list_of_conditions_is_quoted_with_the_sentence_opening_the
     assert "年满三十周岁" in extractive_answer("依照民法典，收养人需要年满多少周岁？", _context((law, 0.9)), S).text
 
 
+def test_an_items_second_clause_leaves_its_list_open_for_the_items_after_it():
+    # prc_constitution.pdf chunk 25: item (五) goes on after its "；", then (六)… on the next line are still Art. 62's
+    law = _chunk("constitution.pdf_25", "第六十二条 全国人民代表大会行使下列职权:(一)修改宪法；(五)根据中华人民共和国主席的提名，"
+                 "决定国务院总理的人选；根据国务院总理的提名，决定国务院副总理的人选；\n(六)选举中央军事委员会主席；"
+                 "(十二)批准省、自治区和直辖市的建置；", "text")
+    units = evidence_units(law)
+    assert "第六十二条 全国人民代表大会行使下列职权: (十二)批准省、自治区和直辖市的建置；" in units
+    question = "What is item (12) in the list of powers of the National People's Congress in Article 62 of the Constitution?"
+    assert "(十二)批准" in extractive_answer(question, _context((law, 0.9)), S).text
+    # a sentence after one that ends the list with "。" is no item of it
+    closed = _chunk("constitution.pdf_26", "第六十二条 全国人民代表大会行使下列职权:(一)修改宪法。法律由全国人民代表大会通过；"
+                    "(二)另一个列表的项。", "text")
+    assert "(二)另一个列表的项。" in evidence_units(closed)
+
+
 def test_a_part_after_a_semicolon_is_said_in_the_setting_of_its_sentences_first_part():
     # broker_research_report_anonymized.pdf chunk 2: "第三季度" is said once, before the first "；"
     report = _chunk("broker.pdf_2", "2024 年以来服装零售整体承压、三季度消费需求愈加疲软，第三季度收入同比-11.0%至38.9 亿元；"
