@@ -847,6 +847,15 @@ _ASKS_TITLE = re.compile(r"\btitle|\bheading|\bcalled\b|\bnamed\b|标题|题目"
 _HEADING_NUMBER = re.compile(r"(?<![0-9.])([0-9]+(?:\.[0-9]+)+)(?![0-9.])|\b(?:appendix|附录)\s*([A-Z])\b",
                              re.IGNORECASE)
 HEADING_BONUS = 0.5
+# a question asking the heading of the section that covers what it describes ("under which section heading are …
+# discussed", "介绍…的那一节，标题是什么"): the heading of the best unit's chunk answers, quoted before the unit
+_ASKS_COVERING_SECTION = re.compile(
+    r"\b(?:heading|title|name) of the (?:sub)?(?:section|chapter|part)\b(?! number)"
+    r"(?=.*\b(?:that|which|where|covering|about|on|discussing|describing)\b)"
+    r"|\bunder (?:which|what) (?:(?:sub)?section )?(?:heading|title|section)\b"
+    r"|\bwhich (?:sub)?section (?:heading |title )?(?:covers|discusses|describes|introduces|deals|explains)"
+    r"|(?:介绍|讲|论述|讨论|涉及|描述|说明)[^？?]{2,60}的(?:那|哪|这)?一?个?(?:小?节|章|部分)[^？?]{0,8}(?:标题|题目|名称)"
+    r"|(?:哪|那)一?个?(?:小?节|章|部分)[^？?]{0,4}(?:介绍|讲|论述|讨论|涉及)", re.IGNORECASE)
 
 
 # a numbered part of a series, a chapter, an article ("第14部分", "Part 14", "第三章", "Chapter 4"), asked by
@@ -1431,6 +1440,11 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     picked = [(unit, cid) for k, (unit, cid) in enumerate(picked)
               if not any(j != k and unit in other and (len(other) > len(unit) or j < k)
                          for j, other in enumerate(quoted))]
+    if _ASKS_COVERING_SECTION.search(question):
+        covering = context.chunks[units[best].order]
+        heading = covering.chunk.section_path.rsplit(" > ", 1)[-1].strip()
+        if heading and clean_text(heading) not in clean_text(picked[0][0]):
+            picked.insert(0, (heading, covering.chunk_id))
     text = "".join(f"{s}[ref:{cid}]" for s, cid in picked)
     return Answer(text, EXTRACTIVE, list(dict.fromkeys(cid for _, cid in picked)))
 

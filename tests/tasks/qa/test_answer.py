@@ -706,6 +706,24 @@ def test_an_item_of_a_list_of_conditions_is_quoted_with_the_sentence_opening_the
     assert "年满三十周岁" in extractive_answer("依照民法典，收养人需要年满多少周岁？", _context((law, 0.9)), S).text
 
 
+def test_a_question_asking_the_heading_of_the_section_that_covers_something_gets_that_heading():
+    # multi_page.pdf as landed: the 1980s software is listed under "The Rise of Personal Computers (1980s)"
+    rise = _chunk("multi_page.pdf_9", "• Microsoft Word (1983): Microsoft launched Word for MS-DOS in 1983, introducing a "
+                  "graphical user interface (GUI) and mouse support.", "text",
+                  section_path="The Rise of Personal Computers (1980s)")
+    tools = _chunk("multi_page.pdf_19", "• Screenwriting Software: For screenwriters, tools like Final Draft and Celtx are "
+                   "specialized to handle scripts for film and television.", "text",
+                   section_path="Specialized Word Processing Tools")
+    ctx = _context((rise, 0.9), (tools, 0.8))
+    answer = extractive_answer("What is the heading of the section of the essay that covers the 1980s, when Microsoft "
+                               "Word for MS-DOS appeared?", ctx, S)
+    assert answer.text.startswith("The Rise of Personal Computers (1980s)[ref:multi_page.pdf_9]• Microsoft Word")
+    answer = extractive_answer("那篇文章中，介绍Final Draft和Celtx等编剧工具的那一节，标题是什么？", ctx, S)
+    assert answer.text.startswith("Specialized Word Processing Tools[ref:multi_page.pdf_19]")
+    # what the section says, asked, is answered by what it says alone
+    assert extractive_answer("When did Microsoft launch Word for MS-DOS?", ctx, S).text.startswith("• Microsoft Word")
+
+
 def test_an_items_second_clause_leaves_its_list_open_for_the_items_after_it():
     # prc_constitution.pdf chunk 25: item (五) goes on after its "；", then (六)… on the next line are still Art. 62's
     law = _chunk("constitution.pdf_25", "第六十二条 全国人民代表大会行使下列职权:(一)修改宪法；(五)根据中华人民共和国主席的提名，"
