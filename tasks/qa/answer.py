@@ -841,6 +841,24 @@ def _after_anchor(question: str, units: Sequence[_Unit]) -> dict[int, float]:
     return out
 
 
+def _row_after(question: str, context: Context) -> Answer | None:
+    """The row right after the one the question names as what the asked row follows ("紧接在工会副主席之后列出的是哪个
+    职位"), in the best ranked table holding a row of that label, with its table's header row; None when no table
+    of the context holds one."""
+    m = _ASKED_AFTER.search(question)
+    anchor = terms(next((g for g in m.groups() if g), "")) if m else frozenset()
+    if not anchor:
+        return None
+    for c in context.chunks:
+        if c.chunk.chunk_type not in GRIDS or " | " not in c.chunk.content or form_lines(c.chunk.content) is not None:
+            continue
+        rows = [line.strip() for line in c.chunk.content.splitlines() if " | " in line and not set(line) <= set("|-: ")]
+        at = next((k for k, row in enumerate(rows[1:-1], 1) if terms(row.split(" | ", 1)[0]) == anchor), None)
+        if at is not None:
+            return Answer(f"{rows[0]}：{rows[at + 1]}[ref:{c.chunk_id}]", EXTRACTIVE, [c.chunk_id])
+    return None
+
+
 # a question asking the title of a numbered heading ("what title does the heading numbered 2.2 carry",
 # "the title of Appendix A", "1.2.1节的标题"): the heading's line answers, though headings are no units
 _ASKS_TITLE = re.compile(r"\btitle|\bheading|\bcalled\b|\bnamed\b|标题|题目", re.IGNORECASE)
@@ -1087,7 +1105,8 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     contents entry (`_contents_entries`; +HEADING_BONUS when a page or section number is asked of them), one asking
     the document's own title the title its cover carries (`_document_title`),
     one asking a chart's or table's caption the caption of the grid its cells name, one asking
-    a column's header the header its words name (`_ASKS_HEADER`).
+    a column's header the header its words name (`_ASKS_HEADER`), one asking the row right after a table's row it
+    names that row (`_row_after`), one asking the heading of the section covering something the best unit's heading.
     The words naming the document are no evidence in a passage that writes them out, unless they are its
     document's subject; a unit holding only what the question sets aside ("besides X,
     what …", `_set_aside`) scores half, as does one of another article or numbered table than the one the
@@ -1103,6 +1122,9 @@ def extractive_answer(question: str, context: Context, settings: Settings,
         title = _document_title(context)
         if title is not None:
             return Answer(f"{title[0]}[ref:{title[1]}]", EXTRACTIVE, [title[1]])
+    after_row = _row_after(question, context)
+    if after_row is not None:
+        return after_row
     glossed = _glossed(question, context) if settings.retrieval.gloss_enabled and context.chunks else question
     english = translatable(question)
     # the ordinal asked ("listed second") says which item, not what it says ("Second sub-item at this level")

@@ -724,6 +724,20 @@ def test_a_question_asking_the_heading_of_the_section_that_covers_something_gets
     assert extractive_answer("When did Microsoft launch Word for MS-DOS?", ctx, S).text.startswith("• Microsoft Word")
 
 
+def test_a_question_asking_the_row_after_a_named_one_gets_the_next_row_of_the_table():
+    # party_union_rules_1page_table.pdf, chunk 3 as landed; the rules' text names the same posts
+    table = _chunk("party.pdf_3", "职位 | 人数 | 工作职责\n工会主席 | 1 | 全面负责工会工作\n工会副主席 | 1 | 主持工会日常工作\n"
+                   "女工委员 | 1 | 负责女工委全面工作\n经审委员 | 1 | 负责工会经费使用监督审查工作\n组织委员 | 1 | 负责工会组织工作")
+    rules = _chunk("party.pdf_0", "第十五条 工会女职工委员会委员候选人应符合以下条件:（二）热心女职工工作。", "text")
+    ctx = _context((rules, 0.9), (table, 0.8))
+    answer = extractive_answer("那份工会制度表1的工会委员分工中，紧接在工会副主席之后列出的是哪个职位？", ctx, S)
+    assert answer.text == "职位 | 人数 | 工作职责：女工委员 | 1 | 负责女工委全面工作[ref:party.pdf_3]"
+    answer = extractive_answer("表1列出的工会委员中，排在“经审委员”之后的是哪个职位？", ctx, S)
+    assert "组织委员" in answer.text
+    # the last row is followed by none; a question naming no row of a table is answered as before
+    assert "组织委员 | 1" not in extractive_answer("紧接在组织委员之后列出的是哪个职位？", ctx, S).text
+
+
 def test_an_items_second_clause_leaves_its_list_open_for_the_items_after_it():
     # prc_constitution.pdf chunk 25: item (五) goes on after its "；", then (六)… on the next line are still Art. 62's
     law = _chunk("constitution.pdf_25", "第六十二条 全国人民代表大会行使下列职权:(一)修改宪法；(五)根据中华人民共和国主席的提名，"
