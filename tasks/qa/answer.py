@@ -859,6 +859,29 @@ def _row_after(question: str, context: Context) -> Answer | None:
     return None
 
 
+# a question asking the title of a numbered figure or example ("图7的标题", "the caption of Example 3-10"): its caption
+# line answers ("Figure 4-68 Visual Explain with RCAC enabled"); a sentence citing it ("Figure 4-68 shows …") does not
+_FIGURE_NAMED = re.compile(r"(图|\bfigure|\bfig\.|\bexample)\s*([0-9]+(?:[.\-][0-9]+)?)(?![0-9])", re.IGNORECASE)
+_ASKS_FIGURE_TITLE = re.compile(r"\btitle|\bcaption|\bheading|\bcalled\b|标题|题目|图题|题注|图注|展示的是什么", re.IGNORECASE)
+_CITES_FIGURE = re.compile(r"\s*(?:shows?|is|are|illustrates|presents|depicts|gives|lists|展示|显示|所示)\b", re.IGNORECASE)
+
+
+def _figure_caption(question: str, context: Context) -> Answer | None:
+    """The caption of the numbered figure (or example) the question asks the title of, from the best ranked chunk
+    holding it: a figure's caption, or a line of text opening with its name and number; None when none does."""
+    m = _FIGURE_NAMED.search(question) if _ASKS_FIGURE_TITLE.search(question) else None
+    if m is None:
+        return None
+    kind = {"图": "图", "figure": r"(?:figure|fig\.)", "fig.": r"(?:figure|fig\.)", "example": "example"}[m.group(1).lower()]
+    line = re.compile(rf"^\s*{kind}\s*{re.escape(m.group(2))}(?![0-9]|[.\-][0-9])\s*[:：.]?\s*(?=\S)", re.IGNORECASE)
+    for c in context.chunks:
+        for text in ((c.chunk.caption or "").strip(), *c.chunk.content.splitlines()):
+            found = line.match(text)
+            if found and len(text) > found.end() and not _CITES_FIGURE.match(text[found.end() - 1:]):
+                return Answer(f"{text.strip()}[ref:{c.chunk_id}]", EXTRACTIVE, [c.chunk_id])
+    return None
+
+
 # a question asking the title of a numbered heading ("what title does the heading numbered 2.2 carry",
 # "the title of Appendix A", "1.2.1节的标题"): the heading's line answers, though headings are no units
 _ASKS_TITLE = re.compile(r"\btitle|\bheading|\bcalled\b|\bnamed\b|标题|题目", re.IGNORECASE)
@@ -1106,7 +1129,8 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     the document's own title the title its cover carries (`_document_title`),
     one asking a chart's or table's caption the caption of the grid its cells name, one asking
     a column's header the header its words name (`_ASKS_HEADER`), one asking the row right after a table's row it
-    names that row (`_row_after`), one asking the heading of the section covering something the best unit's heading.
+    names that row (`_row_after`), one asking a numbered figure's title its caption (`_figure_caption`), one asking
+    the heading of the section covering something the best unit's heading.
     The words naming the document are no evidence in a passage that writes them out, unless they are its
     document's subject; a unit holding only what the question sets aside ("besides X,
     what …", `_set_aside`) scores half, as does one of another article or numbered table than the one the
@@ -1122,9 +1146,9 @@ def extractive_answer(question: str, context: Context, settings: Settings,
         title = _document_title(context)
         if title is not None:
             return Answer(f"{title[0]}[ref:{title[1]}]", EXTRACTIVE, [title[1]])
-    after_row = _row_after(question, context)
-    if after_row is not None:
-        return after_row
+    answered = _row_after(question, context) or _figure_caption(question, context)
+    if answered is not None:
+        return answered
     glossed = _glossed(question, context) if settings.retrieval.gloss_enabled and context.chunks else question
     english = translatable(question)
     # the ordinal asked ("listed second") says which item, not what it says ("Second sub-item at this level")

@@ -738,6 +738,22 @@ def test_a_question_asking_the_row_after_a_named_one_gets_the_next_row_of_the_ta
     assert "组织委员 | 1" not in extractive_answer("紧接在组织委员之后列出的是哪个职位？", ctx, S).text
 
 
+def test_a_question_asking_a_numbered_figures_title_gets_its_caption_not_a_sentence_citing_it():
+    # redp5110_sampled.md as landed: the sentence citing Figure 4-68 ranks first, its caption line is further down
+    cites = _chunk("redp.md_61", "Figure 4-68 shows the Visual Explain of the same SQL statement, but with RCAC enabled.\n"
+                   "Figure 4-68   Visual Explain with RCAC enabled\n<!-- image -->\nFigure 4-69   Index advice", "text")
+    # broker_research_report_anonymized.pdf: a figure's caption, and a passage citing the figure before it
+    figure = _chunk("broker.pdf_14", "图5:公司营运资金周转（天）", "image", caption="图5:公司营运资金周转（天）")
+    before = _chunk("broker.pdf_13", "如图5所示，公司存货周转天数上升。图50的数据另见附表。", "text")
+    ctx = _context((cites, 0.9), (before, 0.8), (figure, 0.7))
+    answer = extractive_answer("What is the title of Figure 4-68 in the Redpaper?", ctx, S)
+    assert answer.text == "Figure 4-68   Visual Explain with RCAC enabled[ref:redp.md_61]"
+    assert extractive_answer("那份研报的图5展示的是什么？请给出图题。", ctx, S).text == "图5:公司营运资金周转（天）[ref:broker.pdf_14]"
+    # a figure the context holds no caption of is answered from the evidence as before
+    other = extractive_answer("那份研报的图6的标题是什么？", ctx, S)
+    assert other is None or not other.text.startswith("图5")
+
+
 def test_an_items_second_clause_leaves_its_list_open_for_the_items_after_it():
     # prc_constitution.pdf chunk 25: item (五) goes on after its "；", then (六)… on the next line are still Art. 62's
     law = _chunk("constitution.pdf_25", "第六十二条 全国人民代表大会行使下列职权:(一)修改宪法；(五)根据中华人民共和国主席的提名，"
