@@ -863,6 +863,7 @@ def _row_after(question: str, context: Context) -> Answer | None:
 # line answers ("Figure 4-68 Visual Explain with RCAC enabled"); a sentence citing it ("Figure 4-68 shows …") does not
 _FIGURE_NAMED = re.compile(r"(图|\bfigure|\bfig\.|\bexample)\s*([0-9]+(?:[.\-][0-9]+)?)(?![0-9])", re.IGNORECASE)
 _ASKS_FIGURE_TITLE = re.compile(r"\btitle|\bcaption|\bheading|\bcalled\b|标题|题目|图题|题注|图注|展示的是什么", re.IGNORECASE)
+_FIGURE_KINDS = {"图": "图", "figure": r"(?:figure|fig\.)", "fig.": r"(?:figure|fig\.)", "example": "example"}
 _CITES_FIGURE = re.compile(r"\s*(?:shows?|is|are|illustrates|presents|depicts|gives|lists|展示|显示|所示)\b", re.IGNORECASE)
 
 
@@ -872,7 +873,7 @@ def _figure_caption(question: str, context: Context) -> Answer | None:
     m = _FIGURE_NAMED.search(question) if _ASKS_FIGURE_TITLE.search(question) else None
     if m is None:
         return None
-    kind = {"图": "图", "figure": r"(?:figure|fig\.)", "fig.": r"(?:figure|fig\.)", "example": "example"}[m.group(1).lower()]
+    kind = _FIGURE_KINDS[m.group(1).lower()]
     line = re.compile(rf"^\s*{kind}\s*{re.escape(m.group(2))}(?![0-9]|[.\-][0-9])\s*[:：.]?\s*(?=\S)", re.IGNORECASE)
     for c in context.chunks:
         for text in ((c.chunk.caption or "").strip(), *c.chunk.content.splitlines()):

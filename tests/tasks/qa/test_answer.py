@@ -708,11 +708,11 @@ def test_an_item_of_a_list_of_conditions_is_quoted_with_the_sentence_opening_the
 
 def test_a_question_asking_the_heading_of_the_section_that_covers_something_gets_that_heading():
     # multi_page.pdf as landed: the 1980s software is listed under "The Rise of Personal Computers (1980s)"
-    rise = _chunk("multi_page.pdf_9", "• Microsoft Word (1983): Microsoft launched Word for MS-DOS in 1983, introducing a "
-                  "graphical user interface (GUI) and mouse support.", "text",
+    rise = _chunk("multi_page.pdf_9", "• Microsoft Word (1983): Microsoft launched Word for MS-DOS in 1983, "
+                  "introducing a graphical user interface (GUI) and mouse support.", "text",
                   section_path="The Rise of Personal Computers (1980s)")
-    tools = _chunk("multi_page.pdf_19", "• Screenwriting Software: For screenwriters, tools like Final Draft and Celtx are "
-                   "specialized to handle scripts for film and television.", "text",
+    tools = _chunk("multi_page.pdf_19", "• Screenwriting Software: For screenwriters, tools like Final Draft and "
+                   "Celtx are specialized to handle scripts for film and television.", "text",
                    section_path="Specialized Word Processing Tools")
     ctx = _context((rise, 0.9), (tools, 0.8))
     answer = extractive_answer("What is the heading of the section of the essay that covers the 1980s, when Microsoft "
@@ -740,8 +740,9 @@ def test_a_question_asking_the_row_after_a_named_one_gets_the_next_row_of_the_ta
 
 def test_a_question_asking_a_numbered_figures_title_gets_its_caption_not_a_sentence_citing_it():
     # redp5110_sampled.md as landed: the sentence citing Figure 4-68 ranks first, its caption line is further down
-    cites = _chunk("redp.md_61", "Figure 4-68 shows the Visual Explain of the same SQL statement, but with RCAC enabled.\n"
-                   "Figure 4-68   Visual Explain with RCAC enabled\n<!-- image -->\nFigure 4-69   Index advice", "text")
+    cites = _chunk("redp.md_61", "Figure 4-68 shows the Visual Explain of the same SQL statement, but with RCAC "
+                   "enabled.\nFigure 4-68   Visual Explain with RCAC enabled\n<!-- image -->\n"
+                   "Figure 4-69   Index advice", "text")
     # broker_research_report_anonymized.pdf: a figure's caption, and a passage citing the figure before it
     figure = _chunk("broker.pdf_14", "图5:公司营运资金周转（天）", "image", caption="图5:公司营运资金周转（天）")
     before = _chunk("broker.pdf_13", "如图5所示，公司存货周转天数上升。图50的数据另见附表。", "text")
@@ -761,7 +762,7 @@ def test_an_items_second_clause_leaves_its_list_open_for_the_items_after_it():
                  "(十二)批准省、自治区和直辖市的建置；", "text")
     units = evidence_units(law)
     assert "第六十二条 全国人民代表大会行使下列职权: (十二)批准省、自治区和直辖市的建置；" in units
-    question = "What is item (12) in the list of powers of the National People's Congress in Article 62 of the Constitution?"
+    question = "What is item (12) in the list of powers of the National People's Congress in Article 62?"
     assert "(十二)批准" in extractive_answer(question, _context((law, 0.9)), S).text
     # a sentence after one that ends the list with "。" is no item of it
     closed = _chunk("constitution.pdf_26", "第六十二条 全国人民代表大会行使下列职权:(一)修改宪法。法律由全国人民代表大会通过；"
