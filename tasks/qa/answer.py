@@ -864,7 +864,7 @@ def _row_after(question: str, context: Context) -> Answer | None:
 _FIGURE_NAMED = re.compile(r"(图|\bfigure|\bfig\.|\bexample)\s*([0-9]+(?:[.\-][0-9]+)?)(?![0-9])", re.IGNORECASE)
 _ASKS_FIGURE_TITLE = re.compile(r"\btitle|\bcaption|\bheading|\bcalled\b|标题|题目|图题|题注|图注|展示的是什么", re.IGNORECASE)
 _FIGURE_KINDS = {"图": "图", "figure": r"(?:figure|fig\.)", "fig.": r"(?:figure|fig\.)", "example": "example"}
-_CITES_FIGURE = re.compile(r"\s*(?:shows?|is|are|illustrates|presents|depicts|gives|lists|展示|显示|所示)\b", re.IGNORECASE)
+_CITES_FIGURE = re.compile(r"(?:shows?|is|are|illustrates|presents|depicts|gives|lists|展示|显示|所示)\b", re.IGNORECASE)
 
 
 def _figure_caption(question: str, context: Context) -> Answer | None:
@@ -878,7 +878,7 @@ def _figure_caption(question: str, context: Context) -> Answer | None:
     for c in context.chunks:
         for text in ((c.chunk.caption or "").strip(), *c.chunk.content.splitlines()):
             found = line.match(text)
-            if found and len(text) > found.end() and not _CITES_FIGURE.match(text[found.end() - 1:]):
+            if found and not _CITES_FIGURE.match(text[found.end():]):
                 return Answer(f"{text.strip()}[ref:{c.chunk_id}]", EXTRACTIVE, [c.chunk_id])
     return None
 

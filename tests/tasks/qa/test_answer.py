@@ -745,7 +745,7 @@ def test_a_question_asking_a_numbered_figures_title_gets_its_caption_not_a_sente
                    "Figure 4-69   Index advice", "text")
     # broker_research_report_anonymized.pdf: a figure's caption, and a passage citing the figure before it
     figure = _chunk("broker.pdf_14", "图5:公司营运资金周转（天）", "image", caption="图5:公司营运资金周转（天）")
-    before = _chunk("broker.pdf_13", "如图5所示，公司存货周转天数上升。图50的数据另见附表。", "text")
+    before = _chunk("broker.pdf_13", "如图5所示，公司存货周转天数上升。\n图5显示，存货周转天数上升。\n图50的数据另见附表。", "text")
     ctx = _context((cites, 0.9), (before, 0.8), (figure, 0.7))
     answer = extractive_answer("What is the title of Figure 4-68 in the Redpaper?", ctx, S)
     assert answer.text == "Figure 4-68   Visual Explain with RCAC enabled[ref:redp.md_61]"
