@@ -901,6 +901,46 @@ def _conditions(question: str, rows: list[tuple[list[str], bool]], subject: froz
     return _decimals(_RANGE_WRITTEN.sub(" ", question)) - subject - _referenced(question) - _label_numbers(rows)
 
 
+# "which method tops the F-measure column", "哪个方法的Overall总体准确率最高": the row of the extreme value of the
+# column named is asked, its label the answer
+_ASKS_MOST = re.compile(r"最高|最大|最多|\b(?:highest|largest|greatest|most|tops?|best)\b", re.IGNORECASE)
+_ASKS_LEAST = re.compile(r"最低|最小|最少|\b(?:lowest|smallest|least|fewest)\b", re.IGNORECASE)
+_ASKS_WHICH = re.compile(r"\bwhich\b|哪个|哪一|哪种|哪类|哪家", re.IGNORECASE)
+EXTREME_ROW_SCORE = 10.0  # above any row the question names by its label: the question's shape decides
+
+
+def _asked_extreme(question: str) -> int | None:
+    """+1 when the question asks which row holds a column's largest value, -1 its smallest, else None."""
+    most, least = _ASKS_MOST.search(question), _ASKS_LEAST.search(question)
+    return None if bool(most) == bool(least) else 1 if most else -1
+
+
+def _extreme_row(question: str, q: frozenset[str], data: list[list[str]], headers: list[str],
+                 scores: list[float]) -> Cell | None:
+    """The cell of the largest (smallest) number in the one column the question names best, among the rows of the
+    group it names ("iNaturalist 2018"), when one row alone holds it; else None."""
+    top = max(scores, default=0.0)
+    # (a row the question writes out asks the extreme across its columns, "类别 4 取值最大的系列": not read here)
+    labels = Counter(row[0] for row in data if row)
+    if top <= 0 or scores.count(top) > 1 or any(n == 1 and terms(lab) and terms(lab) <= q for lab, n in labels.items()):
+        return None
+    j = scores.index(top)
+    labelled = [(row, next((i for i, c in enumerate(row) if _NUMBER_CELL.match(c)), len(row))) for row in data]
+    named_group = [row for row, first in labelled if any(terms(c) and terms(c) <= q for c in row[:first])]
+    rows = named_group if 0 < len(named_group) < len(data) else [row for row, _ in labelled]
+    found = [(float(n), row) for row in rows if j < len(row) and _NUMBER_CELL.match(row[j])
+             and len(ns := _signed_decimals(row[j])) == 1 and (n := next(iter(ns)))]
+    if len(found) < 2:
+        return None
+    sign = _asked_extreme(question) or 1
+    found.sort(key=lambda nr: sign * nr[0], reverse=True)
+    if found[0][0] == found[1][0]:
+        return None
+    row = found[0][1]
+    first = next((i for i, c in enumerate(row) if _NUMBER_CELL.match(c)), len(row))
+    return Cell(" | ".join(c for c in row[:first] if c), headers[j], row[j], EXTREME_ROW_SCORE, top, True)
+
+
 def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), glosses: str = "",
           stated: frozenset[str] = frozenset()) -> Cell | None:
     """The cell of a " | " table the question asks for, or None when no row label is named. The
@@ -920,6 +960,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
     # "原因是什么", not "多少" / "哪一年" / "by what rate"
     wants_words = answers_what_is_asked(question) is None and not ratio and not numbering_asked
     best: tuple[float, Cell] | None = None
+    most = _asked_extreme(question) if _ASKS_WHICH.search(question) else None
     rows = _rows(content)
     matrix = _matrix_cell(question, content, glosses)
     if matrix is not None:
@@ -970,6 +1011,9 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
                     + (CURRENT_PERIOD_SCORE if current and _CURRENT_PERIOD.match(h) else 0.0) for h in headers]
 
         block_scores = column_scores(block_headers)
+        extreme = _extreme_row(question, q, data, block_headers, block_scores) if most is not None else None
+        if extreme is not None and (best is None or EXTREME_ROW_SCORE > best[0]):
+            best = (EXTREME_ROW_SCORE, extreme)
         # the labels' own column named ("which position", "Column A"), when the label is the first cell or the
         # second after a "No." column
         label_asked = [k < len(block_headers) and bool(block_headers[k].strip()) and named(block_headers[k], q) > 0

@@ -1386,3 +1386,21 @@ def test_a_value_the_question_writes_out_names_its_row_even_among_the_labels_cel
     question = "IBM红皮书REDP-5110表3-2列出的九个内置全局变量中，数据类型为VARCHAR(64)的是哪一个？"
     cell = table_cell(question, content, glosses="variable type")
     assert cell.label.startswith("PACKAGE_VERSION") and cell.written
+
+
+def test_a_question_asking_which_row_holds_a_columns_extreme_gets_that_rows_label():
+    # word_sample.docx's food table and CC-SAM Table 3's iNaturalist rows, as landed
+    food = (" | Food | Calories per portion\nLeaves | Ash, Elm, Maple | 50\n"
+            "Berries | Blueberry, Strawberry, Cranberry | 150\nGrain | Corn, Buckwheat, Barley | 200")
+    cell = table_cell("Which foods make up the category with the most calories per portion?", food)
+    assert cell.text == "Grain | Corn, Buckwheat, Barley — Calories per portion: 200"
+    assert table_cell("Which category has the fewest calories per portion?", food).text.startswith("Leaves")
+    results = ("Dataset | Method | Backbone | Overall\nImageNet-LT | GCL [26] | ResNet-50 | 54.9\n"
+               "iNaturalist 2018 | MiSLAS [62] | ResNet-50 | 71.6\niNaturalist 2018 | GCL [26] | ResNet-50 | 72.0\n"
+               "iNaturalist 2018 | CC-SAM | ResNet-50 | 70.9\nPlaces-LT | CC-SAM | ResNet-152 | 40.6")
+    cell = table_cell("CC-SAM论文表3的iNaturalist 2018部分，哪个方法的Overall总体准确率最高？", results)
+    assert "GCL [26]" in cell.text and cell.value == "72.0"
+    # a row written out asks across its own columns, which this does not read; a question asking no row is as before
+    chart = " | 系列 1 | 系列 2 | 系列 3\n类别 1 | 4.3 | 2.4 | 2\n类别 2 | 2.5 | 4.4 | 2\n类别 4 | 4.5 | 2.8 | 5"
+    assert not table_cell("图表中类别 4 取值最大的系列是哪一个？", chart).text.startswith("类别 2")
+    assert table_cell("How many calories per portion do berries have?", food).value == "150"
