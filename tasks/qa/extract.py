@@ -922,23 +922,29 @@ def _extreme_row(question: str, q: frozenset[str], data: list[list[str]], header
     top = max(scores, default=0.0)
     # (a row the question writes out asks the extreme across its columns, "类别 4 取值最大的系列": not read here)
     labels = Counter(row[0] for row in data if row)
-    if top <= 0 or scores.count(top) > 1 or any(n == 1 and terms(lab) and terms(lab) <= q for lab, n in labels.items()):
+    written = any(n == 1 and terms(label) and terms(label) <= q for label, n in labels.items())
+    if top <= 0 or scores.count(top) > 1 or written:
         return None
     j = scores.index(top)
-    labelled = [(row, next((i for i, c in enumerate(row) if _NUMBER_CELL.match(c)), len(row))) for row in data]
-    named_group = [row for row, first in labelled if any(terms(c) and terms(c) <= q for c in row[:first])]
-    rows = named_group if 0 < len(named_group) < len(data) else [row for row, _ in labelled]
-    found = [(float(n), row) for row in rows if j < len(row) and _NUMBER_CELL.match(row[j])
-             and len(ns := _signed_decimals(row[j])) == 1 and (n := next(iter(ns)))]
-    if len(found) < 2:
-        return None
+
+    def label_cells(row: list[str]) -> list[str]:  # the cells before its first number
+        return row[:next((i for i, c in enumerate(row) if _NUMBER_CELL.match(c)), len(row))]
+
+    named_group = [row for row in data if any(terms(c) and terms(c) <= q for c in label_cells(row))]
+    numbers = [(_single_number(row[j]), row) for row in (named_group if 0 < len(named_group) < len(data) else data)
+               if j < len(row)]
     sign = _asked_extreme(question) or 1
-    found.sort(key=lambda nr: sign * nr[0], reverse=True)
-    if found[0][0] == found[1][0]:
+    found = sorted(((n, row) for n, row in numbers if n is not None), key=lambda nr: -sign * nr[0])
+    if len(found) < 2 or found[0][0] == found[1][0]:
         return None
     row = found[0][1]
-    first = next((i for i, c in enumerate(row) if _NUMBER_CELL.match(c)), len(row))
-    return Cell(" | ".join(c for c in row[:first] if c), headers[j], row[j], EXTREME_ROW_SCORE, top, True)
+    return Cell(" | ".join(c for c in label_cells(row) if c), headers[j], row[j], EXTREME_ROW_SCORE, top, True)
+
+
+def _single_number(cell: str) -> float | None:
+    """The one number a value cell holds ("72.0", "2.1C", "-10"), else None."""
+    found = _signed_decimals(cell) if _NUMBER_CELL.match(cell) else set()
+    return float(next(iter(found))) if len(found) == 1 else None
 
 
 def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), glosses: str = "",
@@ -960,7 +966,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
     # "原因是什么", not "多少" / "哪一年" / "by what rate"
     wants_words = answers_what_is_asked(question) is None and not ratio and not numbering_asked
     best: tuple[float, Cell] | None = None
-    most = _asked_extreme(question) if _ASKS_WHICH.search(question) else None
+    asks_extreme = bool(_ASKS_WHICH.search(question)) and _asked_extreme(question) is not None
     rows = _rows(content)
     matrix = _matrix_cell(question, content, glosses)
     if matrix is not None:
@@ -1011,7 +1017,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
                     + (CURRENT_PERIOD_SCORE if current and _CURRENT_PERIOD.match(h) else 0.0) for h in headers]
 
         block_scores = column_scores(block_headers)
-        extreme = _extreme_row(question, q, data, block_headers, block_scores) if most is not None else None
+        extreme = _extreme_row(question, q, data, block_headers, block_scores) if asks_extreme else None
         if extreme is not None and (best is None or EXTREME_ROW_SCORE > best[0]):
             best = (EXTREME_ROW_SCORE, extreme)
         # the labels' own column named ("which position", "Column A"), when the label is the first cell or the
