@@ -365,11 +365,15 @@ def evidence_units(chunk, numbered_items: bool = False, opening: str = "") -> li
         form = form_lines(chunk.content)
         if form is not None:
             return list(form)
-        lines = [line.strip() for line in chunk.content.splitlines() if line.strip()]
-        rows = [line for line in lines if " | " in line and not set(line) <= set("|-: ")]
+        rows = _table_lines(chunk.content)
         if len(rows) > 1:
             return [f"{rows[0]}：{row}" for row in rows[1:]] + table_notes(chunk)
     return _sentence_units(chunk, numbered_items, opening)[0]
+
+
+def _table_lines(content: str) -> list[str]:
+    """A " | " table's rows as lines, the header's first, without Markdown's separator line."""
+    return [line.strip() for line in content.splitlines() if " | " in line and not set(line.strip()) <= set("|-: ")]
 
 
 def _sentence_units(chunk, numbered_items: bool, opening: str, in_item: bool = False) -> tuple[list[str], str, bool]:
@@ -852,7 +856,7 @@ def _row_after(question: str, context: Context) -> Answer | None:
     for c in context.chunks:
         if c.chunk.chunk_type not in GRIDS or " | " not in c.chunk.content or form_lines(c.chunk.content) is not None:
             continue
-        rows = [line.strip() for line in c.chunk.content.splitlines() if " | " in line and not set(line) <= set("|-: ")]
+        rows = _table_lines(c.chunk.content)
         at = next((k for k, row in enumerate(rows[1:-1], 1) if terms(row.split(" | ", 1)[0]) == anchor), None)
         if at is not None:
             return Answer(f"{rows[0]}：{rows[at + 1]}[ref:{c.chunk_id}]", EXTRACTIVE, [c.chunk_id])

@@ -915,10 +915,10 @@ def _asked_extreme(question: str) -> int | None:
     return None if bool(most) == bool(least) else 1 if most else -1
 
 
-def _extreme_row(question: str, q: frozenset[str], data: list[list[str]], headers: list[str],
+def _extreme_row(sign: int, q: frozenset[str], data: list[list[str]], headers: list[str],
                  scores: list[float]) -> Cell | None:
-    """The cell of the largest (smallest) number in the one column the question names best, among the rows of the
-    group it names ("iNaturalist 2018"), when one row alone holds it; else None."""
+    """The cell of the largest (`sign` +1; -1: smallest) number in the one column the question (its terms `q`)
+    names best, among the rows of the group it names ("iNaturalist 2018"), when one row alone holds it; else None."""
     top = max(scores, default=0.0)
     # (a row the question writes out asks the extreme across its columns, "类别 4 取值最大的系列": not read here)
     labels = Counter(row[0] for row in data if row)
@@ -933,7 +933,6 @@ def _extreme_row(question: str, q: frozenset[str], data: list[list[str]], header
     named_group = [row for row in data if any(terms(c) and terms(c) <= q for c in label_cells(row))]
     numbers = [(_single_number(row[j]), row) for row in (named_group if 0 < len(named_group) < len(data) else data)
                if j < len(row)]
-    sign = _asked_extreme(question) or 1
     found = sorted(((n, row) for n, row in numbers if n is not None), key=lambda nr: -sign * nr[0])
     if len(found) < 2 or found[0][0] == found[1][0]:
         return None
@@ -966,7 +965,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
     # "原因是什么", not "多少" / "哪一年" / "by what rate"
     wants_words = answers_what_is_asked(question) is None and not ratio and not numbering_asked
     best: tuple[float, Cell] | None = None
-    asks_extreme = bool(_ASKS_WHICH.search(question)) and _asked_extreme(question) is not None
+    extreme_sign = _asked_extreme(question) if _ASKS_WHICH.search(question) else None
     rows = _rows(content)
     matrix = _matrix_cell(question, content, glosses)
     if matrix is not None:
@@ -1017,7 +1016,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
                     + (CURRENT_PERIOD_SCORE if current and _CURRENT_PERIOD.match(h) else 0.0) for h in headers]
 
         block_scores = column_scores(block_headers)
-        extreme = _extreme_row(question, q, data, block_headers, block_scores) if asks_extreme else None
+        extreme = _extreme_row(extreme_sign, q, data, block_headers, block_scores) if extreme_sign else None
         if extreme is not None and (best is None or EXTREME_ROW_SCORE > best[0]):
             best = (EXTREME_ROW_SCORE, extreme)
         # the labels' own column named ("which position", "Column A"), when the label is the first cell or the
