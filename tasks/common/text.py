@@ -18,7 +18,7 @@ from schemas.errors import SettingsFileMissingError
 
 # Part of the term definition: chunk Parquet tokenized under another version must be re-tokenized
 # (include this in the chunk stage's cache key). Bump it when the stop words or the mode change.
-TOKENIZER_VERSION = "jieba-0.42/search-nohmm/dotted-numbers/nfkc-lower/stop-1"
+TOKENIZER_VERSION = "jieba-0.42/search-nohmm/dotted-numbers/nfkc-lower/stop-1/spaced-2"
 
 # jieba's search mode without HMM: the precise dictionary cut plus the 2-/3-char dictionary words
 # inside long words ("中华人民共和国宪法" also yields "宪法", "共和国"), and no HMM new-word guesses,
@@ -75,10 +75,18 @@ def _is_noise(term: str) -> bool:
     return all(unicodedata.category(ch)[0] in "PSZC" for ch in term)
 
 
+_CJK_CHAR = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+# a word letter-spaced as a standard's headings are ("前  言", "目  次", "附　录"), or a PDF's spaced title: single
+# Chinese characters with only spaces between them
+_SPACED_WORD = re.compile(rf"(?<![{_CJK_CHAR}])[{_CJK_CHAR}](?:[ \t]+[{_CJK_CHAR}](?![{_CJK_CHAR}]))+")
+
+
 def _normalize(text: str) -> str:
     # NFKC: full-width letters/digits/punctuation (ＡＢＣ２０２３，) become half-width, so jieba
-    # groups them as it does ASCII and "ＧＰＴ" and "GPT" are the same term.
-    return unicodedata.normalize("NFKC", text)
+    # groups them as it does ASCII and "ＧＰＴ" and "GPT" are the same term; its ideographic and em
+    # spaces become spaces, which a letter-spaced word loses, so "前  言" is the term 前言 a question asks by.
+    normal = unicodedata.normalize("NFKC", text)
+    return _SPACED_WORD.sub(lambda m: re.sub(r"[ \t]+", "", m.group()), normal)
 
 
 # jieba without HMM cuts "3.2V" into "3", "2v": decimals, versions, dotted dates stay one term

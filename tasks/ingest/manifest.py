@@ -30,8 +30,9 @@ LANDED, INDEXED, FAILED, REJECTED, DUPLICATE = "landed", "indexed", "failed", "r
 ADDED, CHANGED, RENAMED = "added", "changed", "renamed"
 
 # Bump when the chunking code changes what it makes of the same input, so every file is redone.
-PIPELINE_VERSION = "3"  # 2: MinerU tables whose cell stacks the labels of the rows it spans; 3: a Markdown table's
-# caption paragraph ("Table 2-2 …") read as its caption (text_reader.READER_VERSION 2)
+PIPELINE_VERSION = "4"  # 2: MinerU tables whose cell stacks the labels of the rows it spans; 3: a Markdown table's
+# caption paragraph ("Table 2-2 …") read as its caption (text_reader.READER_VERSION 2); 4: BM25 terms of letter-spaced
+# words ("前  言" is 前言, tasks.common.text.TOKENIZER_VERSION)
 
 
 def pipeline_key(settings: Settings) -> str:

@@ -34,6 +34,16 @@ def test_full_width_is_half_width():
     assert {"gpt4", "abc", "2023"} <= set(tokenize("ＧＰＴ４模型，ＡＢＣ公司２０２３年"))
 
 
+def test_a_letter_spaced_word_is_one_term():
+    # a standard's headings are set letter-spaced with em or ideographic spaces ("前\u2003\u2003言", "附　录"); a question
+    # asks for the word
+    assert tokenize("前\u2003\u2003言") == tokenize("前言") == ["前言"]
+    assert tokenize("附\u3000录\u3000B") == ["附录", "b"] and tokenize("目  次") == tokenize("目次")
+    # words apart stay apart, and a lone character between Latin letters joins nothing
+    assert tokenize("中国 人民 银行") == ["中国", "人民", "银行"]
+    assert tokenize("年 月 日发布")[:3] == ["年", "月", "日"] and tokenize("A 和 B") == ["b"]
+
+
 def test_empty_and_many():
     assert tokenize("") == [] and tokenize("  ，。！") == [] and tokenize("的了吗") == []
     assert tokenize_many(["电池容量", ""]) == [tokenize("电池容量"), []]
