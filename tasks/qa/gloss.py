@@ -139,6 +139,25 @@ def headwords(word: str) -> frozenset[str]:
         if word.isascii() and word.isalpha() else frozenset()
 
 
+# The element names of a standard as GB/T 1.1 writes them for ISO/IEC Directives Part 2's English, each replacing
+# CC-CEDICT's senses of the phrase: its "foreword" is 引言, a standard's Introduction, not its Foreword (前言).
+STANDARD_ELEMENTS: dict[str, tuple[str, ...]] = {
+    "foreword": ("前言",),
+    "normative references": ("规范性引用文件",),
+    "terms and definitions": ("术语和定义",),
+    "abbreviations": ("缩略语",),
+    "annex": ("附录",),
+    "normative annex": ("规范性附录",),
+    "informative annex": ("资料性附录",),
+    "informative appendix": ("资料性附录",),
+    "drafting unit": ("起草单位",),
+    "drafting organization": ("起草单位",),
+    "drafting organisation": ("起草单位",),
+    "drafter": ("起草人",),
+    "drafting notes": ("编制说明",),
+}
+
+
 # a title or a quoted name is written as the document writes it, not in the language the question asks in
 _NAMED = re.compile(r"《[^》]*》|“[^”]*”|\"[^\"]*\"")
 
@@ -196,20 +215,23 @@ def gloss_terms(question: str, vocabulary: Collection[str], paraphrases: bool = 
             if n > 1 and words[i] in _ARTICLES:
                 continue  # "the same" (同一) would take "same" from "same period" (上年同期)
             found: set[str] = set()
-            finance: list[str] = []
+            fixed: list[str] = []
+            element = False
             for last in _forms(words[i + n - 1]):
                 phrase = " ".join([*words[i:i + n - 1], last])
                 found |= table.get(phrase, frozenset())
-                finance += [w for term in FINANCE_TERMS.get(phrase, ()) for w in _in_vocabulary(term, vocabulary)]
-            heads = _longest_used(found, vocabulary)
-            if not heads and not finance and n == 1 and len(words[i]) > 4 and words[i].endswith("er"):
+                element = element or phrase in STANDARD_ELEMENTS
+                fixed += [w for term in FINANCE_TERMS.get(phrase, ()) + STANDARD_ELEMENTS.get(phrase, ())
+                            for w in _in_vocabulary(term, vocabulary)]
+            heads = [] if element else _longest_used(found, vocabulary)
+            if not heads and not fixed and n == 1 and len(words[i]) > 4 and words[i].endswith("er"):
                 # the one who does it, by what is done when the corpus never uses its own glosses: "the issuer" of
                 # a standard's cover (发行人) is who 发布 ("issue"s) it; "publisher" → "publish"
                 heads = _longest_used(table.get(words[i][:-1], frozenset()) | table.get(words[i][:-2], frozenset()),
                                       vocabulary)
-            if heads or finance:
+            if heads or fixed:
                 used.update(span)
-                out += list(dict.fromkeys(finance + heads[:MAX_GLOSSES_PER_PHRASE]))
+                out += list(dict.fromkeys(fixed + heads[:MAX_GLOSSES_PER_PHRASE]))
     # "Article 16" is "第十六条" in a Chinese law, "Part 12" "第12部分" in a Chinese standard
     for m in _NUMBERED.finditer(question):
         kind, number = _NUMBERED_KINDS[m.group(1).lower().rstrip(".")], int(m.group(2))

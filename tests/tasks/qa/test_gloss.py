@@ -194,6 +194,16 @@ def test_accounting_words_cc_cedict_lacks_are_glossed_as_the_statements_line_ite
                                                    statement))
 
 
+def test_a_standards_element_names_are_glossed_as_gb_t_1_1_writes_them():
+    # nbt_npp_periodic_safety_review_part1_draft.docx: "前\u2003\u2003言" lists the drafting units, "引\u2003\u2003言" opens the
+    # text; CC-CEDICT's "foreword" is 引言 (and 序文), the standard's Introduction
+    vocabulary = set(tokenize("前\u2003\u2003言\n本部分起草单位：大亚湾核电运营管理有限责任公司\n引\u2003\u2003言\n序文"))
+    assert {"前言", "引言"} <= vocabulary
+    found = gloss_terms("Which organisation is named first among the drafting units in the foreword?", vocabulary)
+    assert "前言" in found and "起草" in found and not {"引言", "序文"} & set(found)
+    assert "引言" in gloss_terms("What does the introduction say?", vocabulary)
+
+
 def test_statement_periods_and_other_activities_are_glossed():
     vocabulary = set(tokenize("期初余额 期末余额 支付其他与投资活动有关的现金"))  # "was paid": no phrase "cash paid"
     assert "期初" in gloss_terms("What was the balance at the beginning of the period?", vocabulary)
