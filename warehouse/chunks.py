@@ -69,18 +69,21 @@ def fetch_chunks(db_path: Path, kb: str, chunk_ids: Sequence[str]) -> dict[str, 
     return {c.chunk_id: c for c in from_table(table, Chunk)}
 
 
-COVER, CONTENTS = "cover", "contents"
-# a contents section's own heading ("Contents", "目 录 Contents", "目  次"), not a section under it
-_CONTENTS_SECTION = r"^\s*(contents|table of contents|目\s*录|目\s*次)[\s\w]*$"
+COVER, CONTENTS, FOREWORD = "cover", "contents", "foreword"
+# a contents section's own heading ("Contents", "目 录 Contents", "目  次"), not a section under it; in RE2 (DuckDB's
+# regexp) \s is ASCII only, \pZ the ideographic and em spaces a letter-spaced heading ("前\u2003\u2003言") is set with
+_CONTENTS_SECTION = r"^[\s\pZ]*(contents|table of contents|目[\s\pZ]*录|目[\s\pZ]*次)[\s\pZ\w]*$"
+_FOREWORD_SECTION = r"^[\s\pZ]*(foreword|preface|前[\s\pZ]*言)[\s\pZ]*$"  # a standard's or a book's foreword
 
 
 def front_matter(db_path: Path, kb: str, sources: Sequence[str], part: str, n: int) -> dict[str, list[Chunk]]:
-    """Candidate records of each source's cover (its first `n` chunks) or contents (its first `n` index chunks
-    or chunks of a contents section), in document order; one query."""
+    """Candidate records of each source's cover (its first `n` chunks), contents (its first `n` index chunks
+    or chunks of a contents section) or foreword (the first `n` chunks of its section), in document order; one query."""
     wanted = sorted(set(sources))
     if not wanted or n <= 0:
         return {}
     where, params = ("chunk_index < ?", [n]) if part == COVER else \
+        ("regexp_matches(lower(section_path), ?)", [_FOREWORD_SECTION]) if part == FOREWORD else \
         ("(chunk_type = ? OR regexp_matches(lower(section_path), ?))", [INDEX, _CONTENTS_SECTION])
     cols = ", ".join(CANDIDATE_COLUMNS)
     with db.connect(db_path, read_only=True) as con:

@@ -71,6 +71,8 @@ CONTENTS_CHUNKS = 4  # a document's contents read for a question about them
 ASKS_DOCUMENT_TITLE = re.compile(r"\b(?:overall|top[- ]level|main)\s+title\b|最上方的?(?:总)?标题|总标题", re.IGNORECASE)
 _ASKS_COVER = re.compile(rf"\bcover\b|\btitle page\b|封面|扉页|{ASKS_DOCUMENT_TITLE.pattern}", re.IGNORECASE)
 ASKS_CONTENTS = re.compile(r"\bcontents\b|\bTOC\b|目录|目次", re.IGNORECASE)
+FOREWORD_CHUNKS = 2  # a foreword read for a question about it (a standard's lists its parts and drafters)
+_ASKS_FOREWORD = re.compile(r"\bforeword\b|\bpreface\b|前言", re.IGNORECASE)
 
 
 def expansion_seeds(retrieval: Retrieval, settings: Settings) -> list[Candidate]:
@@ -83,8 +85,8 @@ def expansion_seeds(retrieval: Retrieval, settings: Settings) -> list[Candidate]
 def expand_batch(db_path: Path, kb: str, retrievals: Sequence[Retrieval], settings: Settings) -> list[list[Candidate]]:
     """Per retrieval, its seeds' section-prefix neighbours not already ranked (each once), nearest
     first, capped; a neighbour carries its seed's score and `expanded_from`."""
-    from warehouse.chunks import (CONTENTS, COVER, Neighbour, SectionSeed, front_matter, section_neighbours,
-                                  small_documents)
+    from warehouse.chunks import (CONTENTS, COVER, FOREWORD, Neighbour, SectionSeed, front_matter,
+                                  section_neighbours, small_documents)
 
     out: list[list[Candidate]] = [[] for _ in retrievals]
     if not settings.retrieval.context_expansion_enabled or not retrievals:
@@ -96,10 +98,11 @@ def expand_batch(db_path: Path, kb: str, retrievals: Sequence[Retrieval], settin
         before=settings.retrieval.context_expansion_before, after=settings.retrieval.context_expansion_after)
     seed_of = {(qi, c.chunk_id): c for qi, _, c in seeds}
     taken = [{c.chunk_id for c in r.ranked} for r in retrievals]
-    # a question asking what a cover or the contents say ("the ICS number printed on the cover", "目录中第3.6节的
-    # 标题") reads them in the best hit's document, however far the hit is from them: asked for, as a quoted heading is
+    # a question asking what a cover, the contents or the foreword say ("the ICS number printed on the cover", "目录中
+    # 第3.6节的标题", "前言列出的起草单位") reads them in the best hit's document, however far the hit is from them: asked for, as a quoted heading is
     front: list[Neighbour] = []
-    for part, asks, n in ((CONTENTS, ASKS_CONTENTS, CONTENTS_CHUNKS), (COVER, _ASKS_COVER, COVER_CHUNKS)):
+    for part, asks, n in ((CONTENTS, ASKS_CONTENTS, CONTENTS_CHUNKS), (COVER, _ASKS_COVER, COVER_CHUNKS),
+                          (FOREWORD, _ASKS_FOREWORD, FOREWORD_CHUNKS)):
         firsts = {qi: c for qi, rank, c in seeds if rank == 0 and asks.search(retrievals[qi].question)}
         found = front_matter(db_path, kb, [c.chunk.source for c in firsts.values()], part, n)
         front = [Neighbour(qi, seed.chunk_id, chunk) for qi, seed in firsts.items()

@@ -131,6 +131,28 @@ def test_a_question_asking_the_contents_reads_the_best_hits_documents_contents(t
     assert not {"redp.md_1", "redp.md_2"} & {c.chunk_id for c in extra}
 
 
+def test_a_question_asking_the_foreword_reads_the_best_hits_documents_foreword(tmp_path):
+    # nbt_npp_periodic_safety_review_part12_design_draft.docx: its foreword lists the parts of the series under a
+    # letter-spaced heading set with em spaces, far from the cover an English question ranks first
+    parts = [("", "text", "核电厂定期安全评价\n第12部分：设计\nPeriodic safety review for nuclear power plants— Part 12"),
+             ("目\u2003\u2003次", "text", "前言\n引言\n1 范围"),
+             ("前\u2003\u2003言", "text", "《核电厂定期安全评价》分为15个部分：\n——第11部分：设备合格鉴定；"),
+             ("引\u2003\u2003言", "text", "我国核安全监管部门在2004年发布的《核动力厂运行安全规定》。"),
+             ("1 范围", "text", "本部分规定了核电厂定期安全评价中设计要素评价的内容和方法。")]
+    path = _land(tmp_path, _document("part12.docx", parts))
+    records = fetch_chunks(path, "kb", ["part12.docx_0"])
+    asked = Retrieval("According to the foreword of the draft standard 'Part 12: Design', what is Part 11 of the "
+                      "series?", "hybrid", RRF, [Candidate("part12.docx_0", score=0.9, chunk=records["part12.docx_0"])],
+                      1, None, ["q"])
+    (extra,) = expand_batch(path, "kb", [asked], _settings(tmp_path))
+    assert extra[0].chunk_id == "part12.docx_2" and extra[0].asked
+    # in Chinese too ("前言列出的起草单位"); a question not about the foreword reads none, nor the introduction
+    for question, reads in (("征求意见稿前言列出的起草单位中，排在最后的是哪家？", True), ("What does the scope section say?", False)):
+        (extra,) = expand_batch(path, "kb", [replace(asked, question=question)], _settings(tmp_path))
+        assert ("part12.docx_2" in {c.chunk_id for c in extra if c.asked}) is reads
+        assert "part12.docx_3" not in {c.chunk_id for c in extra if c.asked}
+
+
 def test_a_small_document_a_seed_is_from_is_read_whole_after_the_seeds_sections(tmp_path):
     # party_union_rules_1page_table.pdf: the member table two sections after the article ranked first
     parts = [("第四章 工会委员会", "text", "第十四条 工会经费审查委员会委员名额一般为3—7人。"),
