@@ -955,7 +955,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
     (`tasks.qa.gloss`); they name rows and columns as its words do, but write no label out ("财务费用" of
     "shown under finance expenses"). The one year a question names, when it names the document too, names
     the statement's current period ("本期发生额" of "in January–March 2025" in BYD's Q1 2025 report)."""
-    question = _TABLE_DESCRIPTION.sub(r"\1", question)
+    question = _SET_APART.sub(" ", _TABLE_DESCRIPTION.sub(r"\1", question))
     q, q_numbers = terms(f"{question} {glosses}"), _numbers(question)
     # the year of the report named ("its Q1 2025 report", "2025年一季报") names no column when another year is asked
     report_years = {y for m in _REPORT_YEAR.finditer(question) for y in _years(_numbers(m.group()))}
@@ -971,8 +971,6 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
     if matrix is not None:
         return matrix
     asked, asked_about = _plain(question), _plain(focus(question))
-    # a label the question sets apart writes no row out ("TA24-1, not TA24 itself", "不是TA24本身")
-    writing = _plain(_NOT_ITSELF.sub(" ", question))
     symbols = _symbols_asked(question)
     subject = subject | scope_only_terms(question)
     periods = _period_terms(f"{question} {glosses}")
@@ -1002,7 +1000,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
     # a file the question writes out ("…征求意见稿（zh_docx/nbt_npp_…_part1_draft.docx）有多少字节") is the row of a file
     # list asked, whatever words the other rows' cells share with the question (part 12's Chinese title)
     paths = {row[0] for row, _ in rows[1:] if row and _FILE_PATH.fullmatch(row[0].strip())
-             and _writes(writing, _plain(row[0]))}
+             and _writes(asked, _plain(row[0]))}
     for block_headers, data in _blocks(rows):
         # a block with a column saying the opposite of what is asked is the other table ("前10名无限售条件
         # 股东持股情况" for 有限售条件股份): none of its columns is named
@@ -1124,7 +1122,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
             # (a label of the document's own name writes no row out, "CC-SAM" in the CC-SAM paper, but a path is
             # one: "zh_pdf/prc_constitution.pdf" names its row of a file list, whatever document it names)
             written_name = name.rsplit(None, 1)[0] if _changes_row(name) else name  # the row above's label
-            written = (len(_plain(written_name)) >= 2 and _writes(writing, _plain(written_name), column_named)
+            written = (len(_plain(written_name)) >= 2 and _writes(asked, _plain(written_name), column_named)
                        and (bool(terms(name) - subject) or len(terms(name)) >= PATH_LABEL_TERMS)) or \
                 (len(label_numbers) >= 2 and label_numbers <= asked_numbers and not _HAS_LETTERS.search(name)
                  and _RANGE_SIGN.search(name) is not None) \
@@ -1221,7 +1219,12 @@ _GRADE_LOOKALIKES = str.maketrans("104i", "loal")
 _GRADE = re.compile(r"^[a-z]{1,3}[0-9]|^[a-z]{2}a$")  # "ta12", "tc4eli"; "tca" as OCR read "TC4"
 
 
-_NOT_ITSELF = re.compile(r"\b(?:not|rather than)\s+(?:the\s+)?\S+\s+itself\b|(?:不是|而非|并非)\S{1,20}?本身", re.IGNORECASE)
+# what a question sets apart from what it asks names no row or column: "TA24-1, not TA24 itself",
+# "其他非流动资产（不是其他非流动金融资产）", "TA23（Ti-2.5Al-2Zr-1Fe，不是TA23-1）", "which standard covers plate, not the
+# aviation plate-and-strip specification?"
+_SET_APART = re.compile(r"\b(?:not|rather than)\s+(?:the\s+)?\S+\s+itself\b|(?:不是|而非|并非)\S{1,20}?本身"
+                       r"|[（(]\s*(?:不是|而非|并非|not\b)[^()（）]{1,60}[)）]|[，,]\s*(?:不是|而非|并非)[^，,。？?()（）]{1,40}"
+                       r"|,\s*(?:not|rather than)\s+(?:the\s+)?[^,，?？;；()]{2,80}", re.IGNORECASE)
 
 
 _UNIT_SUFFIX = re.compile(r"(?<=.{2})\([^()0-9]{1,6}\)$")  # "营业收入(元)" (`_plain`), "voltage(v)": the unit

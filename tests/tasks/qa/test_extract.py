@@ -221,6 +221,10 @@ def test_balance_sheet_cell_by_row_and_column(tables):
     assert start.text == "货币资金 — 期初余额: 102,738,734,000.00"
     # "应收款项融资" is named exactly, "应收款项" only in part: the longer label wins
     assert table_cell("应收款项融资期末余额", sheet.content).label == "应收款项融资"
+    # a row the question sets apart names no row, longer or not ("（不是其他非流动金融资产）", "，不是TA23-1")
+    other = table_cell("比亚迪的其他非流动资产（不是其他非流动金融资产）期末余额有多少元？", sheet.content)
+    assert other.text == "其他非流动资产 — 期末余额: 24,391,349,000.00"
+    assert table_cell("What is the closing balance of 其他非流动金融资产?", sheet.content).label == "其他非流动金融资产"
 
 
 def test_second_header_block_and_numbers_choose_the_column(tables):
