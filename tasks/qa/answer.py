@@ -306,6 +306,16 @@ _REFERENCE_ENTRY = re.compile(r"^\s*(?:\[?[0-9]{1,3}[.\]]\s*)?(?:[A-Z][^\n]{0,20
                               r"|^\s*\[[0-9]{1,3}\]\s+[A-Z][^\n]{10,400}?\b(?:19|20)[0-9]{2}[a-z]?\.")
 
 
+# a numbered reference list whose line breaks the parser lost ("[22] Jaehyung Kim, … 2020. 1 [23] Pang Wei Koh, …"):
+# each entry opens at its number, after the year (and the pages citing it) that end the one before
+_GLUED_REFERENCE = re.compile(r"(?<=[.0-9])\s+(?=\[[0-9]{1,3}\]\s+[A-Z])")
+_NUMBERED_REFERENCE = re.compile(r"^\s*\[[0-9]{1,3}\]\s+[A-Z]")
+
+
+def _reference_entries(line: str) -> list[str]:
+    return _GLUED_REFERENCE.split(line) if _NUMBERED_REFERENCE.match(line) else [line]
+
+
 def _next_reference(prev: str, line: str) -> bool:
     """`line` opens the reference entry after the whole one `prev` holds."""
     return prev.rstrip().endswith(".") and bool(_REFERENCE_ENTRY.match(prev) and _REFERENCE_ENTRY.match(line))
@@ -344,7 +354,7 @@ def _glyph_items(line: str) -> list[str]:
 
 
 def sentences(text: str) -> list[str]:
-    parts = [s.strip() for line in unwrap_lines(text).split("\n")
+    parts = [s.strip() for joined in unwrap_lines(text).split("\n") for line in _reference_entries(joined)
              for s in ([line] if _REFERENCE_ENTRY.match(line) and len(line) <= MAX_SENTENCE_CHARS
                        else (e for entry in _standard_entries(line) for item in _glyph_items(entry)
                              for e in _SENTENCE_END.split(item)))

@@ -556,6 +556,18 @@ def test_a_numbered_reference_entry_is_one_unit_and_a_question_citing_its_number
     question = "CC-SAM论文参考文献[28]（Lin等人的Focal loss for dense object detection）在ICCV论文集中的页码范围是多少？"
     answer = extractive_answer(question, _context((chunk, 0.9)), S)
     assert answer.text.startswith("[28] Tsung-Yi Lin") and "2980–2988" in answer.text
+    # the PDF's copy (Zhou_…_paper.pdf, chunk 90): the parser lost the line break between two entries
+    glued = ("[22] Jaehyung Kim, Jongheon Jeong, and Jinwoo Shin. M2m: Imbalanced classification via major-to-minor "
+             "translation. In Proceedings of the IEEE/CVF conference on computer vision and pattern recognition, pages "
+             "13896–13905, 2020. 1 [23] Pang Wei Koh, Shiori Sagawa, Henrik Marklund, Sang Michael Xie, Marvin Zhang, "
+             "Akshay Balsubramani, Weihua Hu, Michihiro Yasunaga, Richard Lanas Phillips, Irena Gao, et al. Wilds: A "
+             "benchmark of in-thewild distribution shifts. In International Conference on Machine Learning, pages "
+             "5637–5664. PMLR, 2021. 1")
+    first, second = sentences(glued)
+    assert first.endswith("2020. 1") and second.startswith("[23] Pang Wei Koh") and second.endswith("2021. 1")
+    answer = extractive_answer("CC-SAM论文参考文献[23]（Koh等人，ICML）提出的野外分布偏移基准叫什么名字？",
+                               _context((_chunk("ccsam_pdf_90", glued, "text"), 0.9)), S)
+    assert answer.text.startswith("[23] Pang Wei Koh") and "Wilds" in answer.text
     # a list of standards numbered "[n]" (the PSR drafting notes' references) is no list of author-first entries
     notes = "[1]  GB/T 1.1-2020 标准化工作导则 第1部分：标准化文件的结构和起草规则\n[2]  HAF 103-2020 核动力厂调试和运行安全规定"
     assert len(sentences(notes)) == 1
