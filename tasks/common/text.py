@@ -18,7 +18,7 @@ from schemas.errors import SettingsFileMissingError
 
 # Part of the term definition: chunk Parquet tokenized under another version must be re-tokenized
 # (include this in the chunk stage's cache key). Bump it when the stop words or the mode change.
-TOKENIZER_VERSION = "jieba-0.42/search-nohmm/dotted-numbers/nfkc-lower/stop-1/spaced-2"
+TOKENIZER_VERSION = "jieba-0.42/search-nohmm/dotted-numbers/nfkc-lower/stop-1/spaced-words"
 
 # jieba's search mode without HMM: the precise dictionary cut plus the 2-/3-char dictionary words
 # inside long words ("中华人民共和国宪法" also yields "宪法", "共和国"), and no HMM new-word guesses,

@@ -313,6 +313,7 @@ _NUMBERED_REFERENCE = re.compile(r"^\s*\[[0-9]{1,3}\]\s+[A-Z]")
 
 
 def _reference_entries(line: str) -> list[str]:
+    """A line of a numbered reference list split into its entries; another line whole."""
     return _GLUED_REFERENCE.split(line) if _NUMBERED_REFERENCE.match(line) else [line]
 
 

@@ -99,7 +99,8 @@ def expand_batch(db_path: Path, kb: str, retrievals: Sequence[Retrieval], settin
     seed_of = {(qi, c.chunk_id): c for qi, _, c in seeds}
     taken = [{c.chunk_id for c in r.ranked} for r in retrievals]
     # a question asking what a cover, the contents or the foreword say ("the ICS number printed on the cover", "目录中
-    # 第3.6节的标题", "前言列出的起草单位") reads them in the best hit's document, however far the hit is from them: asked for, as a quoted heading is
+    # 第3.6节的标题", "前言列出的起草单位") reads them in the best hit's document, however far the hit is from them:
+    # asked for, as a quoted heading is
     front: list[Neighbour] = []
     for part, asks, n in ((CONTENTS, ASKS_CONTENTS, CONTENTS_CHUNKS), (COVER, _ASKS_COVER, COVER_CHUNKS),
                           (FOREWORD, _ASKS_FOREWORD, FOREWORD_CHUNKS)):

@@ -195,8 +195,8 @@ def test_accounting_words_cc_cedict_lacks_are_glossed_as_the_statements_line_ite
 
 
 def test_a_standards_element_names_are_glossed_as_gb_t_1_1_writes_them():
-    # nbt_npp_periodic_safety_review_part1_draft.docx: "前\u2003\u2003言" lists the drafting units, "引\u2003\u2003言" opens the
-    # text; CC-CEDICT's "foreword" is 引言 (and 序文), the standard's Introduction
+    # nbt_npp_periodic_safety_review_part1_draft.docx: "前\u2003\u2003言" lists the drafting units, "引\u2003\u2003言"
+    # opens the text; CC-CEDICT's "foreword" is 引言 (and 序文), the standard's Introduction
     vocabulary = set(tokenize("前\u2003\u2003言\n本部分起草单位：大亚湾核电运营管理有限责任公司\n引\u2003\u2003言\n序文"))
     assert {"前言", "引言"} <= vocabulary
     found = gloss_terms("Which organisation is named first among the drafting units in the foreword?", vocabulary)
