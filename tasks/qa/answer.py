@@ -959,7 +959,8 @@ def heading_asked(question: str) -> re.Pattern | None:
         return _part_asked(question)
     if m.group(1):
         return re.compile(rf"(?:^|(?<=\s)){re.escape(m.group(1))}\.?\s+[^\s0-9]")
-    return re.compile(rf"(?:^|(?<=\s))(?:appendix|附录)\s*{m.group(2)}\b\s*[:：.]?\s*\S", re.IGNORECASE)
+    # (a standard sets it letter-spaced: "附\u3000录\u3000A （资料性附录） 安全要素关联矩阵")
+    return re.compile(rf"(?:^|(?<=\s))(?:appendix|附\s*录)\s*{m.group(2)}\b\s*[:：.]?\s*\S", re.IGNORECASE)
 
 
 # a question asking what a symbol of a symbol list stands for ("the symbol h_T", "符号Cp对应的描述")

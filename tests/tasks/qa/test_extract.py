@@ -957,6 +957,9 @@ def test_the_title_of_a_numbered_heading_is_its_line():
     # its lines joined as a PDF's wrapped ones are, the heading is found within them
     assert "Appendix A: Glossary" in extractive_answer("What is the title of Appendix A?", ctx, Settings()).text
     assert heading_asked("What is the capital of the region?") is None
+    # a standard's annex heading set letter-spaced (nbt_npp_periodic_safety_review_part12_design_draft.docx's contents)
+    assert heading_asked("What is the title of the informative Appendix A of the draft?").search(
+        "附\u3000录\u3000A  （资料性附录） 核电厂设计要素评价流程图\t8")
 
 
 def test_the_number_of_a_quoted_heading_is_its_numbered_line():
