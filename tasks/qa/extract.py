@@ -1315,7 +1315,10 @@ _ASIDE = re.compile(r"[（(][^（）()]*[，,、；;][^（）()]*[）)]")  # a b
 _MEANS = re.compile(r"(?:指的|是指|指|代表|表示|的含义|的意思|的全称)$")  # "X指的是什么", "SF代表什么": X is asked about
 # "What (Chinese term) does SF stand for?", "What does PSR mean?": the abbreviation asked about
 _STANDS_FOR = re.compile(r"\bwhat\s+(?:[\w-]+\s+){0,2}does\s+(?:the\s+)?(?:abbreviation\s+|acronym\s+|symbol\s+)?"
-                         r"['\"“‘]?([\w./-]{1,20}?)['\"”’]?\s+(?:stand\s+for|mean|denote)\b", re.IGNORECASE)
+                         r"['\"“‘]?([\w./-]{1,20}?)['\"”’]?\s+(?:stand\s+for|mean|denote)\b"
+                         # "How does clause 1.4 expand the acronym SSCs?"
+                         r"|\b(?:expand|spell\s+out)\s+(?:the\s+)?(?:abbreviation|acronym)\s+['\"“‘]?([\w./-]{1,20}?)['\"”’]?"
+                         r"(?=[\s?？,.]|$)", re.IGNORECASE)
 
 
 def focus(question: str) -> str:
@@ -1326,7 +1329,7 @@ def focus(question: str) -> str:
     question = question or ""
     english = _ASKED_EN.search(question) or _STANDS_FOR.search(question) or _ASKED_DOES.search(question)
     if english:
-        return english.group(1).strip()
+        return next(g for g in english.groups() if g).strip()
     m = _ASKED_AT.search(question)
     if m is None:
         return ""

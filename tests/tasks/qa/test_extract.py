@@ -377,6 +377,7 @@ def test_focus_is_what_stands_before_the_asking_word():
     assert focus("征求意见稿的缩略语中，SF代表什么？") == "SF"
     assert focus("In the abbreviation list of the draft, what Chinese term does SF stand for?") == "SF"
     assert focus("What does PSR mean?") == "PSR"
+    assert focus("How does clause 1.4 (abbreviations) of the draft expand the acronym SSCs?") == "SSCs"
     # "what X does …": X
     assert focus("What dividend yield does the broker report forecast for 2024E?") == "dividend yield"
     assert focus("In Table 4 of the CC-SAM paper, what F-measure does IEM get on Places-LT?") == "F-measure"
@@ -394,6 +395,9 @@ def test_a_glossary_line_opening_with_what_is_asked_answers_it(tmp_path):
         ans = extractive_answer(f"《核电厂定期安全评价 第1部分：通用要求》的缩略语中，{abbreviation}指的是什么？", ctx,
                                 Settings())
         assert ans.text == f"{abbreviation} {meaning}[ref:{glossary.chunk_id}]"
+    english = extractive_answer("How does clause 1.4 (abbreviations) of the draft Part 1 (General Requirements) expand "
+                                "the acronym SSCs?", ctx, Settings())
+    assert english.text.startswith("SSCs 构筑物、系统和部件")
 
 
 def test_a_regular_table_is_no_form(documents):
