@@ -878,7 +878,9 @@ def _row_after(question: str, context: Context) -> Answer | None:
 # line answers ("Figure 4-68 Visual Explain with RCAC enabled"); a sentence citing it ("Figure 4-68 shows …") does not
 _FIGURE_NAMED = re.compile(r"(图|\bfigure|\bfig\.|\bexample)\s*([0-9]+(?:[.\-][0-9]+)?)(?![0-9])", re.IGNORECASE)
 _ASKS_FIGURE_TITLE = re.compile(r"\btitle|\bcaption|\bheading|\bcalled\b|标题|题目|图题|题注|图注|展示的是什么", re.IGNORECASE)
-_FIGURE_KINDS = {"图": "图", "figure": r"(?:figure|fig\.)", "fig.": r"(?:figure|fig\.)", "example": "example"}
+# (a Chinese question's 图 names an English document's "Figure 4-69" too, and the other way round)
+_FIGURE_KINDS = {"图": r"(?:图|figure|fig\.)", "figure": r"(?:图|figure|fig\.)", "fig.": r"(?:图|figure|fig\.)",
+                 "example": "example"}
 _CITES_FIGURE = re.compile(r"(?:shows?|is|are|illustrates|presents|depicts|gives|lists|展示|显示|所示)\b", re.IGNORECASE)
 
 

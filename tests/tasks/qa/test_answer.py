@@ -762,6 +762,9 @@ def test_a_question_asking_a_numbered_figures_title_gets_its_caption_not_a_sente
     answer = extractive_answer("What is the title of Figure 4-68 in the Redpaper?", ctx, S)
     assert answer.text == "Figure 4-68   Visual Explain with RCAC enabled[ref:redp.md_61]"
     assert extractive_answer("那份研报的图5展示的是什么？请给出图题。", ctx, S).text == "图5:公司营运资金周转（天）[ref:broker.pdf_14]"
+    # a Chinese question names the English document's figure by 图 ("图4-69，图题是什么？")
+    assert extractive_answer("IBM红皮书REDP-5110中的图4-69，图题是什么？", ctx, S).text == \
+        "Figure 4-69   Index advice[ref:redp.md_61]"
     # a figure the context holds no caption of is answered from the evidence as before
     other = extractive_answer("那份研报的图6的标题是什么？", ctx, S)
     assert other is None or not other.text.startswith("图5")
