@@ -1317,8 +1317,8 @@ _MEANS = re.compile(r"(?:指的|是指|指|代表|表示|的含义|的意思|的
 _STANDS_FOR = re.compile(r"\bwhat\s+(?:[\w-]+\s+){0,2}does\s+(?:the\s+)?(?:abbreviation\s+|acronym\s+|symbol\s+)?"
                          r"['\"“‘]?([\w./-]{1,20}?)['\"”’]?\s+(?:stand\s+for|mean|denote)\b"
                          # "How does clause 1.4 expand the acronym SSCs?"
-                         r"|\b(?:expand|spell\s+out)\s+(?:the\s+)?(?:abbreviation|acronym)\s+['\"“‘]?([\w./-]{1,20}?)['\"”’]?"
-                         r"(?=[\s?？,.]|$)", re.IGNORECASE)
+                         r"|\b(?:expand|spell\s+out)\s+(?:the\s+)?(?:abbreviation|acronym)\s+"
+                         r"['\"“‘]?([\w./-]{1,20}?)['\"”’]?(?=[\s?？,.]|$)", re.IGNORECASE)
 
 
 def focus(question: str) -> str:
