@@ -146,22 +146,34 @@ def chapter_scope(cands: Sequence[Candidate], chapters: Sequence[str]):
     """What the chapters a question names keep, as a test of a candidate, or None when no candidate
     holds one (no narrowing): a chunk whose section holds a marker ("第三条"); for a document part
     ("第12部分", a multi-part standard's title, a heading the part's own chapters "1 范围" are siblings
-    of) every chunk of a document naming it, and of one naming no part (`_parts_named`)."""
-    if not chapters:
+    of) every chunk of a document naming it, and of one naming no part (`_parts_named`). The parts and the
+    chapters narrow apart: "第1部分的编制说明…第6条" keeps the drafting notes of part 1 though no section of
+    theirs is a "第6条" (their sixth revision point is "6. …")."""
+    parts = [m for m in chapters if m[-1] in _DOCUMENT_PART]
+    tests = [t for t in (_part_scope(cands, parts), _section_scope(cands, [m for m in chapters if m not in parts]))
+             if t is not None]
+    return (lambda c: all(t(c) for t in tests)) if tests else None
+
+
+def _section_scope(cands: Sequence[Candidate], markers: Sequence[str]):
+    """A chunk whose section holds one of the markers, or None when no candidate's does."""
+    if not any(c.chunk is not None and any(m in c.chunk.section_path for m in markers) for c in cands):
         return None
-    holding = [c for c in cands if c.chunk is not None and any(m in c.chunk.section_path for m in chapters)]
-    if not holding:
+    return lambda c: c.chunk is not None and any(m in c.chunk.section_path for m in markers)
+
+
+def _part_scope(cands: Sequence[Candidate], parts: Sequence[str]):
+    """Every chunk of a document naming one of the parts, or naming none; None when no candidate's section
+    holds one. A document names its part in a section or on its cover (its first chunk: "…第1部分：通用要求 编制
+    说明"); one naming another part is another part, one naming none may be about this one: it stays."""
+    if _section_scope(cands, parts) is None:
         return None
-    if all(m[-1] in _DOCUMENT_PART for m in chapters):
-        # a document names its part in a section or on its cover (its first chunk: "…第1部分：通用要求 编制
-        # 说明"); one naming another part is another part, one naming none may be about this one: it stays
-        named: dict[str, set[str]] = {}
-        for c in cands:
-            if c.chunk is not None:
-                named.setdefault(c.chunk.source, set()).update(_parts_named(c.chunk))
-        return lambda c: c.chunk is not None and (not named.get(c.chunk.source)
-                                                  or not named[c.chunk.source].isdisjoint(chapters))
-    return lambda c: c.chunk is not None and any(m in c.chunk.section_path for m in chapters)
+    named: dict[str, set[str]] = {}
+    for c in cands:
+        if c.chunk is not None:
+            named.setdefault(c.chunk.source, set()).update(_parts_named(c.chunk))
+    return lambda c: c.chunk is not None and (not named.get(c.chunk.source)
+                                              or not named[c.chunk.source].isdisjoint(parts))
 
 
 def term_id_sets(token_lists: Sequence[Sequence[str]], vocab: dict[str, int] | None = None) -> list[np.ndarray]:

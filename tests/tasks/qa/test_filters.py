@@ -67,6 +67,10 @@ def test_a_document_naming_no_part_stays_and_one_whose_cover_names_another_part_
     ids = lambda cs: [c.chunk_id for c in cs]  # noqa: E731
     assert ids(filter_candidates(cands, chapters=["第1部"])) == ["p1_12", "notes_0", "notes_10", "list_2"]
     assert ids(filter_candidates(cands, chapters=["第12部"])) == ["p12_11", "list_2"]
+    # a part and a chapter no section holds ("第1部分的编制说明列出的主要修订点中，第6条…": the notes' sixth
+    # revision point is "6. …"): the part narrows alone
+    assert chapter_markers("核电厂定期安全评价第1部分的编制说明列出的主要修订点中，第6条增加的是哪一条内容？") == ["第1部", "第6条"]
+    assert ids(filter_candidates(cands, chapters=["第1部", "第6条"])) == ["p1_12", "notes_0", "notes_10", "list_2"]
     # the cover counts only as the document's first chunk: a later chunk citing part 1 names no part
     cands[2].chunk.chunk_index = 5
     assert ids(filter_candidates(cands, chapters=["第12部"])) == ["p12_11", "notes_0", "notes_10", "list_2"]
