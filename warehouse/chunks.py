@@ -195,7 +195,7 @@ class HeadingAsk:
     question: int  # index of the question in its batch
     seed_id: str  # the hit whose source is searched
     source: str
-    heading: str  # as `heading_key` writes it; an article's number as a law writes it
+    heading: str  # as `heading_key` writes it; an article's number as a law writes it; a caption's opening (RE2)
 
 
 def heading_key(heading: str) -> str:
@@ -245,6 +245,24 @@ def article_chunks(db_path: Path, kb: str, asks: Sequence[HeadingAsk]) -> list[N
         FROM asks a JOIN chunks c ON c.kb = ? AND c.source = a.source AND contains(c.content, a.heading)
          AND regexp_matches(c.content, '(?:^|[\\s。；;：:])' || a.heading || '[\\s\u3000]')
         QUALIFY row_number() OVER (PARTITION BY a.qi, a.source, a.heading ORDER BY c.chunk_index) = 1
+        ORDER BY a.qi, c.source, c.chunk_index"""
+    return _neighbours(db_path, sql, [*_asks_params(asks), kb])
+
+
+def captioned_chunks(db_path: Path, kb: str, asks: Sequence[HeadingAsk]) -> list[Neighbour]:
+    """Per ask whose `heading` is a pattern (RE2, matched case-insensitively) a figure's caption opens with ("Figure
+    4-68 …", "图7:…"), the first chunk of its source whose caption opens with it, else the first one of whose lines
+    does (a Markdown copy's caption line, or a passage citing the figure: "Figure 4-68 shows …"); one query."""
+    if not asks:
+        return []
+    cols = ", ".join(f"c.{name}" for name in CANDIDATE_COLUMNS)
+    sql = f"""{_ASKS}
+        SELECT a.qi, a.seed_id, {cols}
+        FROM asks a JOIN chunks c ON c.kb = ? AND c.source = a.source
+         AND (regexp_matches(coalesce(c.caption, ''), '(?i)^\\s*' || a.heading)
+              OR regexp_matches(c.content, '(?im)^\\s*' || a.heading))
+        QUALIFY row_number() OVER (PARTITION BY a.qi, a.source, a.heading ORDER BY
+            regexp_matches(coalesce(c.caption, ''), '(?i)^\\s*' || a.heading) DESC, c.chunk_index) = 1
         ORDER BY a.qi, c.source, c.chunk_index"""
     return _neighbours(db_path, sql, [*_asks_params(asks), kb])
 

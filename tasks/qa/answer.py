@@ -43,8 +43,9 @@ from tasks.index.views import document_name
 from tasks.qa.context import (ASKS_CONTENTS, ASKS_DOCUMENT_TITLE, COVER_CHUNKS, Context, articles_asked, quoted,
                               row_labels)
 from tasks.qa.extract import (COUNT_WORDS, LAST, ORDINAL_WORDS, STANDARD_PREFIXES, answers_what_is_asked, columns,
-                              focus, form_lines, labelled_rows, measure_asked, negated_terms, ordinal_number,
-                              scope_only_terms, scope_parts, shortest_clause, table_cell, terms, without_scope)
+                              figure_asked, focus, form_lines, labelled_rows, measure_asked, negated_terms,
+                              ordinal_number, scope_only_terms, scope_parts, shortest_clause, table_cell, terms,
+                              without_scope)
 from tasks.qa.filters import file_lists, table_number, tables_asked
 from tasks.common.text import bigram_hit_rate, bigrams, clean_text, tokenize
 from tasks.qa.gloss import (chinese_numeral, chinese_text, english_glosses, english_text, gloss_terms, headwords,
@@ -874,24 +875,18 @@ def _row_after(question: str, context: Context) -> Answer | None:
     return None
 
 
-# a question asking the title of a numbered figure or example ("图7的标题", "the caption of Example 3-10"): its caption
-# line answers ("Figure 4-68 Visual Explain with RCAC enabled"); a sentence citing it ("Figure 4-68 shows …") does not
-_FIGURE_NAMED = re.compile(r"(图|\bfigure|\bfig\.|\bexample)\s*([0-9]+(?:[.\-][0-9]+)?)(?![0-9])", re.IGNORECASE)
-_ASKS_FIGURE_TITLE = re.compile(r"\btitle|\bcaption|\bheading|\bcalled\b|标题|题目|图题|题注|图注|展示的是什么", re.IGNORECASE)
-# (a Chinese question's 图 names an English document's "Figure 4-69" too, and the other way round)
-_FIGURE_KINDS = {"图": r"(?:图|figure|fig\.)", "figure": r"(?:图|figure|fig\.)", "fig.": r"(?:图|figure|fig\.)",
-                 "example": "example"}
+# a figure's caption line answers ("Figure 4-68 Visual Explain with RCAC enabled"), a sentence citing it does not
 _CITES_FIGURE = re.compile(r"(?:shows?|is|are|illustrates|presents|depicts|gives|lists|展示|显示|所示)\b", re.IGNORECASE)
 
 
 def _figure_caption(question: str, context: Context) -> Answer | None:
     """The caption of the numbered figure (or example) the question asks the title of, from the best ranked chunk
     holding it: a figure's caption, or a line of text opening with its name and number; None when none does."""
-    m = _FIGURE_NAMED.search(question) if _ASKS_FIGURE_TITLE.search(question) else None
-    if m is None:
+    asked = figure_asked(question)
+    if asked is None:
         return None
-    kind = _FIGURE_KINDS[m.group(1).lower()]
-    line = re.compile(rf"^\s*{kind}\s*{re.escape(m.group(2))}(?![0-9]|[.\-][0-9])\s*[:：.]?\s*(?=\S)", re.IGNORECASE)
+    kind, number = asked
+    line = re.compile(rf"^\s*{kind}\s*{number}(?![0-9]|[.\-][0-9])\s*[:：.]?\s*(?=\S)", re.IGNORECASE)
     for c in context.chunks:
         for text in ((c.chunk.caption or "").strip(), *c.chunk.content.splitlines()):
             found = line.match(text)

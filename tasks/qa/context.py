@@ -7,12 +7,14 @@
   per batch of questions for each kind of neighbour; at most CONTEXT_EXPANSION_MAX_CHUNKS per
   question. Seeds: chunks with a rerank score ≥ 0.3 (the seed's "expansion 2") or, on the rrf
   scale, the top ranked ones. Ours: a question asking about a cover (or the document's own title,
-  which the cover carries) or the contents reads them in the best hit's document (its first
-  COVER_CHUNKS chunks; its index chunks or contents section), however far the hit is from them,
+  which the cover carries), the contents or the foreword reads them in the best hit's document (its
+  first COVER_CHUNKS chunks; its index chunks or contents section; its foreword's first chunks), however
+  far the hit is from them,
   admitted first as asked chunks are; a
   heading the question quotes is read in the seeds' documents (its first HEADED_CHUNKS chunks,
   asked: admitted before the kept chunks, past the soft limit too, ranked or not), and so is the
-  chunk where an article the question names begins ("Article 60", `articles_asked`) and, for a seed
+  chunk where an article the question names begins ("Article 60", `articles_asked`), the chunk captioning a
+  numbered figure whose title it asks ("图4-69的图题") and, for a seed
   inside a Chinese list ("（二十）…"), the chunks back to the line opening it (`continues_list`: who
   the items are said of, "…常务委员会行使下列职权:"); the short line right
   before a table in the context, which may label the table's rows (`row_label`); and the whole of a
@@ -39,7 +41,7 @@ from pathlib import Path
 from schemas.chunk import CHART, IMAGE, TABLE, TEXT
 from schemas.qa import RERANK
 from schemas.settings import Settings
-from tasks.qa.extract import values_only
+from tasks.qa.extract import figure_asked, values_only
 from tasks.qa.filters import file_lists
 from tasks.qa.gloss import chinese_numeral
 from tasks.qa.types import Candidate, Retrieval, evidence_text
@@ -114,7 +116,7 @@ def expand_batch(db_path: Path, kb: str, retrievals: Sequence[Retrieval], settin
                             settings.retrieval.context_small_document_chars)
     neighbours += [Neighbour(qi, c.chunk_id, chunk) for qi, _, c in seeds for chunk in whole.get(c.chunk.source, [])]
     headed = _quoted_headings(db_path, kb, retrievals, seeds) + _articles_asked(db_path, kb, retrievals, seeds) \
-        + front + _list_openers(db_path, kb, seeds)
+        + _figures_asked(db_path, kb, retrievals, seeds) + front + _list_openers(db_path, kb, seeds)
     named = {(n.question, n.chunk.chunk_id) for n in headed}
     added: list[set[str]] = [set() for _ in retrievals]
     for n in headed + neighbours:
@@ -174,6 +176,24 @@ def _articles_asked(db_path: Path, kb: str, retrievals: Sequence[Retrieval],
             asks.setdefault((qi, c.chunk.source, article), c.chunk_id)
     return article_chunks(db_path, kb, [HeadingAsk(qi, seed_id, source, article)
                                         for (qi, source, article), seed_id in asks.items()])
+
+
+def _figures_asked(db_path: Path, kb: str, retrievals: Sequence[Retrieval],
+                   seeds: Sequence[tuple[int, int, Candidate]]) -> list:
+    """The chunk captioning the numbered figure (or example) whose title a question asks ("图4-69的图题", "the caption
+    of Example 3-10"), in its seeds' documents, however far the seeds are from it: a passage citing the figure ranks
+    above its caption."""
+    from warehouse.chunks import HeadingAsk, captioned_chunks
+
+    asks: dict[tuple[int, str, str], str] = {}
+    for qi, _, c in seeds:
+        asked = figure_asked(retrievals[qi].question)
+        if asked is not None:
+            kind, number = asked  # RE2 has no lookahead: the number ends where no digit goes on
+            caption = rf"{kind}\s*{number}(?:[^0-9.\-]|[.\-](?:[^0-9]|$)|$)"
+            asks.setdefault((qi, c.chunk.source, caption), c.chunk_id)
+    return captioned_chunks(db_path, kb, [HeadingAsk(qi, seed_id, source, caption)
+                                          for (qi, source, caption), seed_id in asks.items()])
 
 
 LIST_OPENER_CHUNKS = 3  # how far back the line opening a list a seed continues is looked for

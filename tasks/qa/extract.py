@@ -1321,6 +1321,21 @@ _STANDS_FOR = re.compile(r"\bwhat\s+(?:[\w-]+\s+){0,2}does\s+(?:the\s+)?(?:abbre
                          r"['\"“‘]?([\w./-]{1,20}?)['\"”’]?(?=[\s?？,.]|$)", re.IGNORECASE)
 
 
+# a question asking the title of a numbered figure or example ("图7的标题", "the caption of Example 3-10"); a Chinese
+# question's 图 names an English document's "Figure 4-69" too, and the other way round
+_FIGURE_NAMED = re.compile(r"(图|\bfigure|\bfig\.|\bexample)\s*([0-9]+(?:[.\-][0-9]+)?)(?![0-9])", re.IGNORECASE)
+_ASKS_FIGURE_TITLE = re.compile(r"\btitle|\bcaption|\bheading|\bcalled\b|标题|题目|图题|题注|图注|展示的是什么", re.IGNORECASE)
+_FIGURE_KINDS = {"图": r"(?:图|figure|fig\.)", "figure": r"(?:图|figure|fig\.)", "fig.": r"(?:图|figure|fig\.)",
+                 "example": "example"}
+
+
+def figure_asked(question: str) -> tuple[str, str] | None:
+    """The numbered figure (or example) whose title the question asks, as (its kind's alternation, its number), each
+    escaped for a pattern: ("(?:图|figure|fig\\.)", "4\\-68"); None for none."""
+    m = _FIGURE_NAMED.search(question) if _ASKS_FIGURE_TITLE.search(question) else None
+    return (_FIGURE_KINDS[m.group(1).lower()], re.escape(m.group(2))) if m else None
+
+
 def focus(question: str) -> str:
     """The words a Chinese question asks about: what stands right before its asking word, after the
     last "的" or clause mark ("三季度末某服装企业的存货周转天数是多少天" → "存货周转天数"), or right after

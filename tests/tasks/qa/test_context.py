@@ -153,6 +153,28 @@ def test_a_question_asking_the_foreword_reads_the_best_hits_documents_foreword(t
         assert "part12.docx_3" not in {c.chunk_id for c in extra if c.asked}
 
 
+def test_a_question_asking_a_numbered_figures_title_reads_its_caption_chunk(tmp_path):
+    # redp5110_sampled.pdf: the passage citing Figure 4-68 ranks first, the figure with its caption is chunks later
+    parts = [("4.3 Query plan", "text", "Figure 4-68 shows the Visual Explain of the same SQL statement, but with RCAC "
+              "enabled."),
+             ("4.3 Query plan", "text", "The implementation is more complex because the row permission rule becomes "
+              "part of the WHERE clause."),
+             ("4.3 Query plan", "text", "See Figure 4-6 for the plan of an earlier statement."),
+             ("4.4 Index advice", "image", "图片：Figure 4-68，Visual Explain with RCAC enabled"),
+             ("4.4 Index advice", "image", "图片：Figure 4-69，Index advice with no RCAC")]
+    chunks = _document("redp.pdf", parts)
+    chunks[3].caption, chunks[4].caption = "Figure 4-68 Visual Explain with RCAC enabled", "Figure 4-69 Index advice"
+    path = _land(tmp_path, chunks)
+    records = fetch_chunks(path, "kb", ["redp.pdf_0"])
+    asked = Retrieval("IBM红皮书REDP-5110中，图4-68的标题是什么？", "hybrid", RRF,
+                      [Candidate("redp.pdf_0", score=0.9, chunk=records["redp.pdf_0"])], 1, None, ["q"])
+    (extra,) = expand_batch(path, "kb", [asked], _settings(tmp_path))
+    assert [c.chunk_id for c in extra if c.asked] == ["redp.pdf_3"]  # not "Figure 4-6 …", nor 4-69's
+    # a question citing the figure without asking its title reads no caption
+    (extra,) = expand_batch(path, "kb", [replace(asked, question="图4-68说明了什么？")], _settings(tmp_path))
+    assert not [c for c in extra if c.asked]
+
+
 def test_a_small_document_a_seed_is_from_is_read_whole_after_the_seeds_sections(tmp_path):
     # party_union_rules_1page_table.pdf: the member table two sections after the article ranked first
     parts = [("第四章 工会委员会", "text", "第十四条 工会经费审查委员会委员名额一般为3—7人。"),
