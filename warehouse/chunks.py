@@ -255,15 +255,15 @@ def captioned_chunks(db_path: Path, kb: str, asks: Sequence[HeadingAsk]) -> list
     does (a Markdown copy's caption line, or a passage citing the figure: "Figure 4-68 shows …"); one query."""
     if not asks:
         return []
-    cols = ", ".join(f"c.{name}" for name in CANDIDATE_COLUMNS)
-    sql = f"""{_ASKS}
-        SELECT a.qi, a.seed_id, {cols}
-        FROM asks a JOIN chunks c ON c.kb = ? AND c.source = a.source
-         AND (regexp_matches(coalesce(c.caption, ''), '(?i)^\\s*' || a.heading)
-              OR regexp_matches(c.content, '(?im)^\\s*' || a.heading))
-        QUALIFY row_number() OVER (PARTITION BY a.qi, a.source, a.heading ORDER BY
-            regexp_matches(coalesce(c.caption, ''), '(?i)^\\s*' || a.heading) DESC, c.chunk_index) = 1
-        ORDER BY a.qi, c.source, c.chunk_index"""
+    cols, names = ", ".join(f"c.{name}" for name in CANDIDATE_COLUMNS), ", ".join(CANDIDATE_COLUMNS)
+    sql = f"""{_ASKS}, found AS (
+            SELECT a.qi, a.seed_id, a.heading, {cols},
+                   regexp_matches(coalesce(c.caption, ''), '(?i)^\\s*' || a.heading) AS by_caption
+            FROM asks a JOIN chunks c ON c.kb = ? AND c.source = a.source)
+        SELECT qi, seed_id, {names} FROM found
+        WHERE by_caption OR regexp_matches(content, '(?im)^\\s*' || heading)
+        QUALIFY row_number() OVER (PARTITION BY qi, source, heading ORDER BY by_caption DESC, chunk_index) = 1
+        ORDER BY qi, source, chunk_index"""
     return _neighbours(db_path, sql, [*_asks_params(asks), kb])
 
 

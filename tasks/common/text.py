@@ -75,10 +75,10 @@ def _is_noise(term: str) -> bool:
     return all(unicodedata.category(ch)[0] in "PSZC" for ch in term)
 
 
-_CJK_CHAR = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+CJK_RANGE = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # the CJK ideographs, for a character class
 # a word letter-spaced as a standard's headings are ("前  言", "目  次", "附　录"), or a PDF's spaced title: single
 # Chinese characters with only spaces between them
-_SPACED_WORD = re.compile(rf"(?<![{_CJK_CHAR}])[{_CJK_CHAR}](?:[ \t]+[{_CJK_CHAR}](?![{_CJK_CHAR}]))+")
+_SPACED_WORD = re.compile(rf"(?<![{CJK_RANGE}])[{CJK_RANGE}](?:[ \t]+[{CJK_RANGE}](?![{CJK_RANGE}]))+")
 
 
 def _normalize(text: str) -> str:

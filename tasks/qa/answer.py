@@ -47,7 +47,7 @@ from tasks.qa.extract import (COUNT_WORDS, LAST, ORDINAL_WORDS, STANDARD_PREFIXE
                               ordinal_number, scope_only_terms, scope_parts, shortest_clause, table_cell, terms,
                               without_scope)
 from tasks.qa.filters import file_lists, table_number, tables_asked
-from tasks.common.text import bigram_hit_rate, bigrams, clean_text, tokenize
+from tasks.common.text import CJK_RANGE, bigram_hit_rate, bigrams, clean_text, tokenize
 from tasks.qa.gloss import (chinese_numeral, chinese_text, english_glosses, english_text, gloss_terms, headwords,
                             sense_stems, stem, translatable)
 from tasks.qa.types import Retrieval, evidence_text
@@ -84,7 +84,7 @@ ENGLISH_COSINE_OFFSET = 0.04
 # them apart there, so the floor keeps the answerable ones as the others do (0.74 / 0.72), when the best cosine's
 # chunk is written in the other language (`Retrieval.top_cosine_across`); keyed by "the question is English".
 ACROSS_COSINE_OFFSETS = {False: 0.10, True: 0.12}
-_CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_CJK_CHAR = re.compile(f"[{CJK_RANGE}]")
 
 _REF = re.compile(r"\[\s*ref\s*[:：]\s*([^\[\]]*?)\s*\]", re.IGNORECASE)
 _NUMBER_MARKS = re.compile(r"\[\d+(?:\s*[,，、]\s*\d+)*\]")

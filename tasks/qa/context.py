@@ -185,13 +185,13 @@ def _figures_asked(db_path: Path, kb: str, retrievals: Sequence[Retrieval],
     above its caption."""
     from warehouse.chunks import HeadingAsk, captioned_chunks
 
+    # RE2 has no lookahead: the number ends where no digit goes on
+    captions = {qi: rf"{asked[0]}\s*{asked[1]}(?:[^0-9.\-]|[.\-](?:[^0-9]|$)|$)" for qi, r in enumerate(retrievals)
+                if (asked := figure_asked(r.question)) is not None}
     asks: dict[tuple[int, str, str], str] = {}
     for qi, _, c in seeds:
-        asked = figure_asked(retrievals[qi].question)
-        if asked is not None:
-            kind, number = asked  # RE2 has no lookahead: the number ends where no digit goes on
-            caption = rf"{kind}\s*{number}(?:[^0-9.\-]|[.\-](?:[^0-9]|$)|$)"
-            asks.setdefault((qi, c.chunk.source, caption), c.chunk_id)
+        if qi in captions:
+            asks.setdefault((qi, c.chunk.source, captions[qi]), c.chunk_id)
     return captioned_chunks(db_path, kb, [HeadingAsk(qi, seed_id, source, caption)
                                           for (qi, source, caption), seed_id in asks.items()])
 

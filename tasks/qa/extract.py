@@ -48,10 +48,10 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
-from tasks.common.text import STOP_WORDS
+from tasks.common.text import CJK_RANGE, STOP_WORDS
 from tasks.qa.gloss import chinese_numeral
 
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK = CJK_RANGE
 _TERM = re.compile(rf"[{_CJK}]+|[a-z]+|[0-9]+(?:\.[0-9]+)?")
 _HAS_DIGIT = re.compile(r"[0-9]")
 _LEADING_ZEROS = re.compile(r"^0+(?=[0-9])")  # "05" is "5", "0.5" stays
@@ -1325,15 +1325,14 @@ _STANDS_FOR = re.compile(r"\bwhat\s+(?:[\w-]+\s+){0,2}does\s+(?:the\s+)?(?:abbre
 # question's 图 names an English document's "Figure 4-69" too, and the other way round
 _FIGURE_NAMED = re.compile(r"(图|\bfigure|\bfig\.|\bexample)\s*([0-9]+(?:[.\-][0-9]+)?)(?![0-9])", re.IGNORECASE)
 _ASKS_FIGURE_TITLE = re.compile(r"\btitle|\bcaption|\bheading|\bcalled\b|标题|题目|图题|题注|图注|展示的是什么", re.IGNORECASE)
-_FIGURE_KINDS = {"图": r"(?:图|figure|fig\.)", "figure": r"(?:图|figure|fig\.)", "fig.": r"(?:图|figure|fig\.)",
-                 "example": "example"}
+_FIGURE = r"(?:图|figure|fig\.)"  # however the question writes it
 
 
 def figure_asked(question: str) -> tuple[str, str] | None:
     """The numbered figure (or example) whose title the question asks, as (its kind's alternation, its number), each
     escaped for a pattern: ("(?:图|figure|fig\\.)", "4\\-68"); None for none."""
     m = _FIGURE_NAMED.search(question) if _ASKS_FIGURE_TITLE.search(question) else None
-    return (_FIGURE_KINDS[m.group(1).lower()], re.escape(m.group(2))) if m else None
+    return ("example" if m.group(1).lower() == "example" else _FIGURE, re.escape(m.group(2))) if m else None
 
 
 def focus(question: str) -> str:

@@ -155,18 +155,20 @@ def chapter_scope(cands: Sequence[Candidate], chapters: Sequence[str]):
     return (lambda c: all(t(c) for t in tests)) if tests else None
 
 
+def _in_sections(c: Candidate, markers: Sequence[str]) -> bool:
+    return c.chunk is not None and any(m in c.chunk.section_path for m in markers)
+
+
 def _section_scope(cands: Sequence[Candidate], markers: Sequence[str]):
     """A chunk whose section holds one of the markers, or None when no candidate's does."""
-    if not any(c.chunk is not None and any(m in c.chunk.section_path for m in markers) for c in cands):
-        return None
-    return lambda c: c.chunk is not None and any(m in c.chunk.section_path for m in markers)
+    return (lambda c: _in_sections(c, markers)) if any(_in_sections(c, markers) for c in cands) else None
 
 
 def _part_scope(cands: Sequence[Candidate], parts: Sequence[str]):
     """Every chunk of a document naming one of the parts, or naming none; None when no candidate's section
     holds one. A document names its part in a section or on its cover (its first chunk: "…第1部分：通用要求 编制
     说明"); one naming another part is another part, one naming none may be about this one: it stays."""
-    if _section_scope(cands, parts) is None:
+    if not any(_in_sections(c, parts) for c in cands):
         return None
     named: dict[str, set[str]] = {}
     for c in cands:

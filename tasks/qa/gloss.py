@@ -25,7 +25,7 @@ from collections.abc import Collection
 from functools import lru_cache
 from importlib.resources import files
 
-from tasks.common.text import STOP_WORDS, tokenize
+from tasks.common.text import CJK_RANGE, STOP_WORDS, tokenize
 from tasks.qa.finance_terms import FINANCE_TERMS
 
 MAX_PHRASE_WORDS = 4  # "working capital", "end of the period": a phrase's gloss before its words'
@@ -40,7 +40,7 @@ _ARTICLES = frozenset(("the", "a", "an"))
 _FIRM_WORDS = frozenset(("company", "corporation", "inc", "ltd", "group"))
 _PARTICLES = frozenset("up out off down over away apart back".split())  # of a phrasal verb's sense
 _POSSESSIVE = re.compile(r"['’]s\b")  # "National People's Congress" is looked up as "national people congress"
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_CJK = re.compile(f"[{CJK_RANGE}]")
 # a sense that only points elsewhere ("variant of …", "see …") or names a measure word
 _POINTER = ("variant of", "old variant", "see ", "cl:", "surname ", "abbr. for", "used in ")
 # question words and vague quantities the stop list keeps for Chinese's sake but English asks with
