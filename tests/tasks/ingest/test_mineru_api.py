@@ -169,10 +169,16 @@ def test_failed_state_is_an_error_with_the_reason(tmp_path):
 
 
 def test_poll_has_an_overall_timeout(tmp_path):
+    now = [0.0]  # a clock that only the client's sleeps move, so a loaded machine polls as often as an idle one
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
     with FakeMinerU(states=("running",)) as fake:
-        with pytest.raises(errors.MineruApiTimeoutError, match="not finished after 0.2s .*'running'"):
-            _client(fake, poll_interval_s=0.02, timeout_s=0.2).parse(need(CVPR_PDF), tmp_path)
-    assert 3 <= fake.polls <= 12
+        with pytest.raises(errors.MineruApiTimeoutError, match="not finished after 1s .*'running'"):
+            _client(fake, poll_interval_s=0.25, timeout_s=1, sleep=sleep, clock=lambda: now[0]).parse(
+                need(CVPR_PDF), tmp_path)
+    assert fake.polls == 5 and now[0] == 1.0  # polls at 0, 0.25, 0.5, 0.75 and 1.0; a sixth would pass the deadline
 
 
 def test_zip_with_parent_entry_is_refused_and_nothing_escapes(tmp_path):
