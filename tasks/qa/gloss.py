@@ -117,6 +117,20 @@ def _forms(word: str) -> list[str]:
     return out
 
 
+# a noun's ending → the endings of the words it is made from ("disability" → "disable", "disabled")
+_DERIVED = (("ility", ("le", "led")), ("ation", ("ate", "e")), ("ment", ("",)), ("ance", ("", "e")),
+            ("ence", ("", "e")), ("ion", ("", "e")), ("er", ("e", "")), ("y", ("e", "ed", "")))
+
+
+def _derived_from(word: str) -> list[str]:
+    """The words an English noun may be made from ("issuer" → "issue", "compensation" → "compensate", "payment"
+    → "pay", "injury" → "injure", "adoption" → "adopt"); [] for a short word or another ending."""
+    for ending, bases in _DERIVED:
+        if word.endswith(ending) and len(word) - len(ending) >= 3:
+            return [word[:-len(ending)] + base for base in bases]
+    return []
+
+
 def stem(word: str) -> str:
     """An English word without its inflection ("reduced", "reduces", "reduce" → "reduc")."""
     for suffix in ("ing", "ed", "es", "s", "e"):
@@ -224,10 +238,10 @@ def gloss_terms(question: str, vocabulary: Collection[str], paraphrases: bool = 
                 fixed += [w for term in FINANCE_TERMS.get(phrase, ()) + STANDARD_ELEMENTS.get(phrase, ())
                             for w in _in_vocabulary(term, vocabulary)]
             heads = [] if element else _longest_used(found, vocabulary)
-            if not heads and not fixed and n == 1 and len(words[i]) > 4 and words[i].endswith("er"):
-                # the one who does it, by what is done when the corpus never uses its own glosses: "the issuer" of
-                # a standard's cover (发行人) is who 发布 ("issue"s) it; "publisher" → "publish"
-                heads = _longest_used(table.get(words[i][:-1], frozenset()) | table.get(words[i][:-2], frozenset()),
+            if not heads and not fixed and n == 1:
+                # a noun by the word it is made from when the corpus never uses its own glosses: "the issuer" of a
+                # standard's cover (发行人) is who 发布 ("issue"s) it; an "injury" is what 伤害 ("injure"s)
+                heads = _longest_used(frozenset().union(*(table.get(w, frozenset()) for w in _derived_from(words[i]))),
                                       vocabulary)
             if heads or fixed:
                 used.update(span)

@@ -59,6 +59,18 @@ def test_an_agent_noun_is_glossed_by_its_verb_when_the_corpus_lacks_its_own_glos
     assert gloss_terms("What number is printed?", {"号码", "数字", "麻木"}) == ["号码", "数字"]
 
 
+def test_a_noun_is_glossed_by_the_word_it_is_made_from_when_the_corpus_lacks_its_own_glosses():
+    # prc_civil_code.pdf, Article 1179: "造成残疾的，还应当赔偿辅助器具费和残疾赔偿金". CC-CEDICT glosses "disability"
+    # 损伤 / 病残 / 身心障碍, none of them words of the article; its "disabled" is 残疾, its "injure" 伤害
+    article = "第一千一百七十九条 侵害他人造成人身损害的，应当赔偿医疗费。造成残疾的，还应当赔偿辅助器具费和残疾赔偿金；造成伤害的…"
+    question = "When a personal injury causes disability, what must the tortfeasor additionally compensate?"
+    found = gloss_terms(question, set(tokenize(article)))
+    assert {"残疾", "伤害", "赔偿"} <= set(found)
+    # "compensation" is made from "compensate" (赔偿); a word whose own gloss the corpus uses keeps it alone
+    assert gloss_terms("What compensation is due?", {"赔偿"}) == ["赔偿"]
+    assert gloss_terms("What compensation is due?", {"赔偿", "赔偿金"}) == ["赔偿金"]
+
+
 def test_each_sense_cc_cedict_separates_by_a_semicolon_is_glossed():
     # prc_civil_code.pdf, Article 1145: 放弃 is "to renounce; to abandon; to give up", one slash-sense of three
     vocabulary = set(tokenize("没有继承人或者继承人均放弃继承的，由被继承人生前住所地的民政部门或者村民委员会担任遗产管理人。"))
