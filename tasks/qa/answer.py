@@ -45,7 +45,7 @@ from tasks.qa.context import (ASKS_CONTENTS, ASKS_DOCUMENT_TITLE, COVER_CHUNKS, 
 from tasks.qa.extract import (COUNT_WORDS, LAST, ORDINAL_WORDS, STANDARD_PREFIXES, answers_what_is_asked, columns,
                               figure_asked, focus, form_lines, labelled_rows, measure_asked, negated_terms,
                               ordinal_number, scope_only_terms, scope_parts, shortest_clause, table_cell, terms,
-                              without_scope)
+                              without_answer_form, without_scope)
 from tasks.qa.filters import file_lists, table_number, tables_asked
 from tasks.common.text import CJK_RANGE, bigram_hit_rate, bigrams, clean_text, tokenize
 from tasks.qa.gloss import (chinese_numeral, chinese_text, english_glosses, english_text, gloss_terms, headwords,
@@ -1155,7 +1155,9 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     its embedding's cosine to the question's (`similarity`), less the best such sentence's (at most
     RELATED_SPAN less), times `extractive_similarity_weight`: a dictionary reads a translation word by word,
     the model reads it whole
-    (the Civil Code's "无子女的收养人可以收养两名子女" of "how many children may an adopter who has no children adopt")."""
+    (the Civil Code's "无子女的收养人可以收养两名子女" of "how many children may an adopter who has no children adopt").
+    A closing sentence saying in what language to answer ("Give the Chinese wording.") says what is asked and in
+    which script, but its words are no evidence (`without_answer_form`)."""
     if ASKS_DOCUMENT_TITLE.search(question):
         title = _document_title(context)
         if title is not None:
@@ -1163,12 +1165,14 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     answered = _row_after(question, context) or _figure_caption(question, context)
     if answered is not None:
         return answered
-    glossed = _glossed(question, context) if settings.retrieval.gloss_enabled and context.chunks else question
+    # its terms leave out a closing "Give the Chinese wording.": "Chinese" matches covers, not answers
+    asked = without_answer_form(question)
+    glossed = _glossed(asked, context) if settings.retrieval.gloss_enabled and context.chunks else asked
     english = translatable(question)
     # the ordinal asked ("listed second") says which item, not what it says ("Second sub-item at this level")
     ordinal = asked_ordinal(question)
     said_ordinal = terms(" ".join(_ENGLISH_ORDINAL.findall(question))) if ordinal else frozenset()
-    q_plain = terms(question) - said_ordinal
+    q_plain = terms(asked) - said_ordinal
     q = terms(glossed) - said_ordinal  # a Chinese chunk's units are matched by its words' Chinese too
     if not q_plain or not context.chunks:
         return None
@@ -1179,13 +1183,13 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     scope_glosses = _scope_glosses(question, scope_parts(question), context)
     naming = _naming_terms(question, q_plain, context, scope_glosses)
     qw = words(glossed) - said_ordinal
-    gloss_only, gloss_words = q - q_plain, qw - words(question)
+    gloss_only, gloss_words = q - q_plain, qw - words(asked)
     # the question's own words, which a unit in the other language says by what its words mean (负责: "responsible;
     # responsibility"; "average": 平均), beside the question's glosses, which miss many: a translation both ways
     english_terms = {t: stem(t) for t in q_plain if t.isascii() and t.isalpha()} if english else {}
-    english_words = {w: stem(w) for w in words(question)
+    english_words = {w: stem(w) for w in words(asked)
                      if w.isascii() and terms(w) and terms(w) <= english_terms.keys()}
-    chinese_words = frozenset(w for w in words(question) if len(w) >= 2 and "\u3400" <= w[0]) if not english \
+    chinese_words = frozenset(w for w in words(asked) if len(w) >= 2 and "\u3400" <= w[0]) if not english \
         else frozenset()
     asked_heading, headings_asked = heading_asked(question), set()  # (and symbol list entries asked)
     under_named_section: set[int] = set()  # list items under a section heading the question names
@@ -1205,7 +1209,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
         if ordinal is not None and _ASKS_PARAGRAPH.search(question) else ""
     # a cover is no answer by the words naming the document, nor by their translation ("核电厂定期安全评价第12部分：
     # 设计" of a Chinese question in a bilingual cover's "Periodic safety review for nuclear power plants")
-    naming_only = scope_only_terms(question) | (scope_glosses if glossed is not question else frozenset())
+    naming_only = scope_only_terms(question) | (scope_glosses if glossed is not asked else frozenset())
     # a list of the corpus's files (a SOURCES.md) says nothing of what they say
     catalogues = {c.chunk_id for c in file_lists(question, context.chunks)}
     # a list the chunks before open ("第十七条 职工代表大会工作机构的任务是:" ending the one before, "（一）…" after;
@@ -1233,7 +1237,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             continue
         # the Chinese an English question translates to matches a Chinese chunk only, the English a Chinese
         # one translates to an English or bilingual chunk only: others are matched by the question's own words
-        translated = glossed is not question \
+        translated = glossed is not asked \
             and (chinese_text(c.chunk.content) if english else english_text(c.chunk.content))
         contents_line = c.chunk.chunk_type == INDEX
         headings = {clean_text(h) for h in c.chunk.section_path.split(" > ") + [c.chunk.title] if h}
@@ -1248,7 +1252,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
         # the contents, when asked about, answer by their entries ("3.5 SELECT, INSERT, and UPDATE behavior with RCAC
         # 22"), else by nothing: a cell or a sentence of dotted leaders says nothing of the document
         entries = _contents_entries(c.chunk) if contents_asked else None
-        cell = _table_unit(question, c.chunk, subject | foreign, glossed[len(question):] if translated else "",
+        cell = _table_unit(question, c.chunk, subject | foreign, glossed[len(asked):] if translated else "",
                            labels.get((c.source, c.chunk.chunk_index - 1), "")) \
             if a.extractive_table_cells and c.chunk.chunk_type in GRIDS and entries is None else None
         if cell is not None and _TOC_LINE.search(cell[1]):  # a contents table ("2.1.6 Change … . . . . | 10")
@@ -1433,7 +1437,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
         scored.append((hit + credit, -order, -pos, unit[:MAX_SENTENCE_CHARS], chunk_id, i))
     if not scored:
         return None
-    scored = _with_relatedness(question, english, units, scored, similarity, a.extractive_similarity_weight)
+    scored = _with_relatedness(asked, english, units, scored, similarity, a.extractive_similarity_weight)
     scored.sort(reverse=True)
     picked, seen = [], set()
     for score, _, _, unit, chunk_id, _ in scored:

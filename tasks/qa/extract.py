@@ -1335,6 +1335,20 @@ def figure_asked(question: str) -> tuple[str, str] | None:
     return ("example" if m.group(1).lower() == "example" else _FIGURE, re.escape(m.group(2))) if m else None
 
 
+# a closing sentence saying in what form to answer ("Give the Chinese wording.", "Quote the Chinese.", "Answer in
+# Chinese.", "Give it as written in the Chinese text."), not what is asked
+_ANSWER_FORM = re.compile(r"(?<=[?？.。])\s*(?:please\s+)?(?:give|quote|answer|reply)\b"
+                          r"(?:\s+(?:in|with|it|as|written|the|its))*\s+(?:chinese|english)\b[^.?!。？]{0,40}[.。]?\s*$",
+                          re.IGNORECASE)
+
+
+def without_answer_form(question: str) -> str:
+    """The question without a closing sentence saying in what language or form to answer: its "Chinese", "wording",
+    "term" or "title" match covers ("中华人民共和国…", "University of Chinese Academy of Sciences") and headings, not
+    the answer."""
+    return _ANSWER_FORM.sub("", question).rstrip() or question
+
+
 def focus(question: str) -> str:
     """The words a Chinese question asks about: what stands right before its asking word, after the
     last "的" or clause mark ("三季度末某服装企业的存货周转天数是多少天" → "存货周转天数"), or right after

@@ -336,6 +336,32 @@ def test_the_cover_restating_an_english_title_is_no_answer_unless_its_title_is_a
     assert asked_title.citations == ["part1.docx_2"]
 
 
+def test_a_closing_sentence_asking_the_chinese_wording_is_no_evidence():
+    # ucasthesis_template_guide.pdf as landed (its font list shortened): "Give the Chinese wording." holds the
+    # "Chinese" of the English abstract's "University of Chinese Academy of Sciences", which then outscored the
+    # research background's answer
+    source = "../zh_pdf/ucasthesis_template_guide.pdf"
+    abstract = _chunk(f"{source}_5", "This paper is a help documentation for the LATEX class ucasthesis, which is a "
+                      "thesis template for the University of Chinese Academy of Sciences. The main content is about how "
+                      "to use the ucasthesis, as well as how to write thesis efficiently by using LATEX.\nKeywords: "
+                      "University of Chinese Academy of Sciences (UCAS), Thesis, LATEX Template", "text",
+                      section_path="摘 要")
+    fonts = _chunk(f"{source}_55", "7. 文档内字体切换方法:\n" + "".join(
+        f"• {font}:国科大论文模板 ucasthesis 或国科大论文模板 ucasthesis\n" for font in ("宋体", "黑体", "仿宋", "楷体"))
+        + "附录 A 中国科学院大学学位论文撰写要求", "text", section_path="2.4 常见使用问题")
+    background = _chunk(f"{source}_14", "ucasthesis 的目标在于简化学位论文的撰写，利用 LATEX 格式与内容分离的特征，模板将格式"
+                        "设计好后，作者可只需关注论文内容。同时，ucasthesis 有着整洁一致的代码结构和扼要的注解，对文档的仔细阅读可为初学者"
+                        "提供一个学习 LATEX 的窗口。此外，模板的架构十分注重通用性，事实上，ucasthesis 不仅是国科大学位论文模板，同时，"
+                        "通过少量修改即可成为使用 LATEX 撰写中英文文章或书籍的通用模板，并为使用者的个性化设定提供了接口。",
+                        "text", section_path="1.1 研究背景")
+    ctx = _context((abstract, 1.0), (fonts, 0.34), (background, 0.32))
+    question = ("According to the research background section of the ucasthesis guide, what can ucasthesis become "
+                "with only a few modifications, beyond being the UCAS thesis template?")
+    for asked in (question, f"{question} Give the Chinese wording.", f"{question} Answer in Chinese."):
+        answer = extractive_answer(asked, ctx, S)
+        assert answer.citations == [f"{source}_14"] and "通用模板" in answer.text, asked
+
+
 def test_the_words_describing_the_document_before_its_title_name_it():
     # nbt_npp_periodic_safety_review_part12_design_draft.docx as landed: its cover's ICS line (chunk 0), the
     # cover restating its title, its issuer's line; "NB/T" of "the draft NB/T energy-industry standard" names the

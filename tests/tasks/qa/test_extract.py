@@ -11,7 +11,7 @@ from tasks.qa.answer import asked_ordinal, extractive_answer, heading_asked, ite
 from tasks.qa.context import build_context
 from tasks.qa.extract import (_rows, _unshifted, answers_what_is_asked, cjk_numbers, document_scope, focus, form_lines,
                               LAST, asked_column, asked_row, labelled_rows, scope_only_terms, scope_parts,
-                              shortest_clause, table_cell, terms)
+                              shortest_clause, table_cell, terms, without_answer_form)
 from tasks.qa.types import Candidate
 from tests.test_golden import chunks_of
 
@@ -1415,3 +1415,15 @@ def test_a_question_asking_which_row_holds_a_columns_extreme_gets_that_rows_labe
     chart = " | 系列 1 | 系列 2 | 系列 3\n类别 1 | 4.3 | 2.4 | 2\n类别 2 | 2.5 | 4.4 | 2\n类别 4 | 4.5 | 2.8 | 5"
     assert not table_cell("图表中类别 4 取值最大的系列是哪一个？", chart).text.startswith("类别 2")
     assert table_cell("How many calories per portion do berries have?", food).value == "150"
+
+
+def test_a_closing_sentence_saying_in_what_language_to_answer_is_not_what_is_asked():
+    asked = "Which city does the PRC Constitution designate as the capital?"
+    for form in ("Give the Chinese name.", "Quote the Chinese wording.", "Answer in Chinese.",
+                 "Give it as written in the Chinese text.", "Give the English menu label."):
+        assert without_answer_form(f"{asked} {form}") == asked
+    # a sentence saying more than the language is kept, and so is a question that is only such a sentence
+    kept = f"{asked} Give the age as written in the Chinese text."
+    assert without_answer_form(kept) == kept
+    assert without_answer_form("Answer in Chinese.") == "Answer in Chinese."
+    assert without_answer_form("中文名称是什么？") == "中文名称是什么？"
