@@ -1091,6 +1091,18 @@ def _enumerates(text: str, ordinal: int) -> bool:
 
 
 _ARTICLE = re.compile(r"^\s*第[零一二三四五六七八九十百千0-9]+条")
+_ARTICLE_OPENED = re.compile(r"(?:^|(?<=[。\n]))\s*(第[零一二三四五六七八九十百千0-9]+条)(?=\s)")
+
+
+def _articles_open(context: Context) -> dict[tuple[str, int], str]:
+    """By (source, chunk index), the law's article the context's chunk ends in ("第四十五条"), which its next chunk,
+    split from it mid-article, goes on with ("国家和社会保障残废军人的生活，…")."""
+    out = {}
+    for c in context.chunks:
+        opened = _ARTICLE_OPENED.findall(c.chunk.content)
+        if opened:
+            out[(c.source, c.chunk.chunk_index)] = opened[-1]
+    return out
 
 
 # cosines of a question's embedding to those of texts (`SentenceSimilarity`)
@@ -1222,6 +1234,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             prose[c.chunk_id], *ends = _sentence_units(c.chunk, ordinal is not None, opening, in_item)
             still_open[(c.source, c.chunk.chunk_index)] = tuple(ends)
     labels = row_labels(context.chunks)  # a line of its own right before a table of values ("0°C≤T<5°C")
+    articles_open = _articles_open(context) if asked_articles else {}
     contents_asked = bool(ASKS_CONTENTS.search(question))
     # a page or a section number asked of the contents ("on which page does 3.2.2 begin", "是第几节"): an entry answers
     place_in_contents, entries_asked = contents_asked and bool(_ASKS_PLACE.search(question)), set()
@@ -1265,7 +1278,9 @@ def extractive_answer(question: str, context: Context, settings: Settings,
         # beside its cell, a table answers with its notes ("注：…", a limit stated under it)
         quoted, lead = entries if entries is not None else table_notes(c.chunk) if cell is not None else \
             prose.get(c.chunk_id) or evidence_units(c.chunk, ordinal is not None), ""
-        article, in_other_article = "", False
+        # (a chunk going on with the article its previous chunk ends in says it in that article)
+        article = articles_open.get((c.source, c.chunk.chunk_index - 1), "")
+        in_other_article = bool(article) and not asked_articles.intersection(articles_asked(article))
         section = c.chunk.section_path.rsplit(" > ", 1)[-1] if ordinal is not None else ""
         section_named = bool(terms(section)) and terms(section) <= q  # (only a place asked reads it)
         for pos, unit in enumerate(quoted):

@@ -362,6 +362,20 @@ def test_a_closing_sentence_asking_the_chinese_wording_is_no_evidence():
         assert answer.citations == [f"{source}_14"] and "通用模板" in answer.text, asked
 
 
+def test_a_chunk_going_on_with_the_article_its_previous_chunk_ends_in_is_said_in_that_article():
+    # prc_constitution.pdf as landed: Article 45 begins at the end of chunk 18 and goes on in chunk 19, whose first
+    # sentence answers; only chunk 18's sentences held the 第四十五条 the question names
+    source = "../zh_pdf/prc_constitution.pdf"
+    before = _chunk(f"{source}_18", "第四十四条 国家依照法律规定实行企业事业组织的职工和国家机关工作人员的退休制度。退休人员的生活受到"
+                    "国家和社会的保障。\n第四十五条 中华人民共和国公民在年老、疾病或者丧失劳动能力的情况下，有从国家和社会获得"
+                    "物质帮助的权利。国家发展为公民享受这些权利所需要的社会保险、社会救济和医疗卫生事业。", "text")
+    going_on = _chunk(f"{source}_19", "国家和社会保障残废军人的生活，抚恤烈士家属，优待军人家属。国家和社会帮助安排盲、聋、哑和其他有"
+                      "残疾的公民的劳动、生活和教育。第四十六条 中华人民共和国公民有受教育的权利和义务。", "text")
+    ctx = _context((before, 0.6), (going_on, 0.5))
+    answer = extractive_answer("宪法第四十五条规定，国家和社会保障哪类人员的生活？", ctx, S)
+    assert answer.citations == [f"{source}_19"] and "残废军人" in answer.text
+
+
 def test_the_words_describing_the_document_before_its_title_name_it():
     # nbt_npp_periodic_safety_review_part12_design_draft.docx as landed: its cover's ICS line (chunk 0), the
     # cover restating its title, its issuer's line; "NB/T" of "the draft NB/T energy-industry standard" names the
