@@ -1442,6 +1442,8 @@ _LEADING_STANDARD = re.compile(rf"^\s*((?:{STANDARD_PREFIXES})(?:/[TZ])?\s*"
 # a 《title》 whose number is asked ("附录D.3所列参考标准，《钛及钛合金锻造板坯》的标准编号是什么") is the entry asked
 # about when the question names its document otherwise
 _NUMBER_ASKED_AFTER = re.compile(r"\s*(?:对应)?的?\s*(?:标准)?(?:编号|代号|标准号)")
+# a title a reference list cites ("论文参考文献中，《Inflated episodic memory …》的作者"): an entry asked, not the document
+_REFERENCES_BEFORE = re.compile(r"(?:参考文献|references|reference list|bibliography)[中里内]?[，,：:\s]*$", re.IGNORECASE)
 
 
 def scope_parts(question: str) -> list[str]:
@@ -1460,7 +1462,7 @@ def scope_parts(question: str) -> list[str]:
     kinds = [m.group(1).strip() for m in _SCOPE_KIND.finditer(question or "")]
     found += [kind for kind in kinds if not any(kind in part for part in found)]
     entries = {m.group(1) for m in _SCOPE_TITLE.finditer(question or "")
-               if _NUMBER_ASKED_AFTER.match(question, m.end())}
+               if _NUMBER_ASKED_AFTER.match(question, m.end()) or _REFERENCES_BEFORE.search(question, 0, m.start())}
     named_otherwise = [part for part in found if part not in entries]
     return named_otherwise if entries and named_otherwise else found
 

@@ -376,6 +376,26 @@ def test_a_chunk_going_on_with_the_article_its_previous_chunk_ends_in_is_said_in
     assert answer.citations == [f"{source}_19"] and "残废军人" in answer.text
 
 
+def test_a_title_a_reference_list_cites_is_the_entry_asked_not_the_document():
+    # the CC-SAM paper's references (MinerU's zip) and the ucasthesis guide's as landed: the 《…》 after "参考文献中"
+    # is the cited work's title; read as the question's document, its words were no evidence of the entry holding it
+    ccsam = "../../mineru_samples/mineru3.4.4_cloud_api_zip_cvpr2023_ccsam/zip_contents"
+    entry = _chunk(f"{ccsam}_101", "2017. 1\n[65] Linchao Zhu and Yi Yang. Inflated episodic memory with region "
+                   "self-attention for long-tailed visual recognition. In Proceedings of the IEEE/CVF Conference on "
+                   "Computer Vision and Pattern Recognition, pages 4344–4353, 2020. 1, 6, 8", "list",
+                   section_path="5. Related Work and Discussion > References")
+    thesis = _chunk("../zh_pdf/ucasthesis_template_guide.pdf_64", "作者简历及攻读学位期间发表的学术论文与研究成果本科生无需此部分。\n"
+                    "作者简历\ncasthesis 作者吴凌云，福建省屏南县人，中国科学院数学与系统科学研究院博士研究生。", "text",
+                    section_path="参考文献")
+    question = ("CC-SAM论文参考文献中，《Inflated episodic memory with region self-attention for long-tailed visual "
+                "recognition》的作者是谁？")
+    assert scope_parts(question) == ["CC-SAM论文参考文献"]
+    answer = extractive_answer(question, _context((entry, 0.94), (thesis, 0.9)), S)
+    assert answer.citations == [f"{ccsam}_101"] and "Linchao Zhu and Yi Yang" in answer.text
+    # a title the question reads its answer in stays its document's name
+    assert "The Evolution of the Word Processor" in scope_parts("《The Evolution of the Word Processor》一文中，许多律所依赖什么？")
+
+
 def test_the_words_describing_the_document_before_its_title_name_it():
     # nbt_npp_periodic_safety_review_part12_design_draft.docx as landed: its cover's ICS line (chunk 0), the
     # cover restating its title, its issuer's line; "NB/T" of "the draft NB/T energy-industry standard" names the
