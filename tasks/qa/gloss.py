@@ -172,6 +172,25 @@ STANDARD_ELEMENTS: dict[str, tuple[str, ...]] = {
 }
 
 
+# The words of China's laws as their English translations write them, which CC-CEDICT lacks or glosses in another
+# field's sense ("liability" 负债, "organ" 管风琴, "provisions" 粮秣): each adds to the dictionary's senses.
+LAW_TERMS: dict[str, tuple[str, ...]] = {
+    "tort": ("侵权",),
+    "tortfeasor": ("侵权人",),
+    "infringer": ("侵权人",),
+    "liable": ("责任", "承担"),
+    "liability": ("责任",),
+    "organ": ("机关",),
+    "deputy": ("代表",),
+    "congress": ("代表大会",),
+    "provision": ("规定",),
+    "prescribe": ("规定",),
+    "void": ("无效",),
+    "declared dead": ("宣告死亡",),
+    "declared missing": ("宣告失踪",),
+}
+
+
 # a title or a quoted name is written as the document writes it, not in the language the question asks in
 _NAMED = re.compile(r"《[^》]*》|“[^”]*”|\"[^\"]*\"")
 
@@ -235,8 +254,8 @@ def gloss_terms(question: str, vocabulary: Collection[str], paraphrases: bool = 
                 phrase = " ".join([*words[i:i + n - 1], last])
                 found |= table.get(phrase, frozenset())
                 element = element or phrase in STANDARD_ELEMENTS
-                fixed += [w for term in FINANCE_TERMS.get(phrase, ()) + STANDARD_ELEMENTS.get(phrase, ())
-                            for w in _in_vocabulary(term, vocabulary)]
+                fixed += [w for term in FINANCE_TERMS.get(phrase, ()) + LAW_TERMS.get(phrase, ())
+                            + STANDARD_ELEMENTS.get(phrase, ()) for w in _in_vocabulary(term, vocabulary)]
             heads = [] if element else _longest_used(found, vocabulary)
             if not heads and not fixed and n == 1:
                 # a noun by the word it is made from when the corpus never uses its own glosses: "the issuer" of a

@@ -71,6 +71,15 @@ def test_a_noun_is_glossed_by_the_word_it_is_made_from_when_the_corpus_lacks_its
     assert gloss_terms("What compensation is due?", {"赔偿", "赔偿金"}) == ["赔偿金"]
 
 
+def test_the_words_of_chinas_laws_are_glossed_as_their_english_translations_write_them():
+    # prc_constitution.pdf, Article 123: "中华人民共和国人民法院是国家的审判机关。" CC-CEDICT's "organ" is 管风琴 (a pipe
+    # organ) and its "liability" 负债 (a balance sheet's); the laws' words are 机关 and 责任
+    article = "第一百二十三条 中华人民共和国人民法院是国家的审判机关。侵权人应当承担侵权责任。"
+    found = gloss_terms("What kind of state organ are the people's courts? Who bears the tort liability?",
+                        set(tokenize(article)))
+    assert {"机关", "侵权", "责任"} <= set(found)
+
+
 def test_each_sense_cc_cedict_separates_by_a_semicolon_is_glossed():
     # prc_civil_code.pdf, Article 1145: 放弃 is "to renounce; to abandon; to give up", one slash-sense of three
     vocabulary = set(tokenize("没有继承人或者继承人均放弃继承的，由被继承人生前住所地的民政部门或者村民委员会担任遗产管理人。"))
