@@ -1335,7 +1335,7 @@ def figure_asked(question: str) -> tuple[str, str] | None:
     return ("example" if m.group(1).lower() == "example" else _FIGURE, re.escape(m.group(2))) if m else None
 
 
-# a closing sentence saying in what form to answer ("Give the Chinese wording.", "Quote the Chinese.", "Answer in
+# a closing sentence saying in what language to answer ("Give the Chinese wording.", "Quote the Chinese.", "Answer in
 # Chinese.", "Give it as written in the Chinese text."), not what is asked
 _ANSWER_FORM = re.compile(r"(?<=[?？.。])\s*(?:please\s+)?(?:give|quote|answer|reply)\b"
                           r"(?:\s+(?:in|with|it|as|written|the|its))*\s+(?:chinese|english)\b[^.?!。？]{0,40}[.。]?\s*$",
@@ -1343,9 +1343,9 @@ _ANSWER_FORM = re.compile(r"(?<=[?？.。])\s*(?:please\s+)?(?:give|quote|answer
 
 
 def without_answer_form(question: str) -> str:
-    """The question without a closing sentence saying in what language or form to answer: its "Chinese", "wording",
-    "term" or "title" match covers ("中华人民共和国…", "University of Chinese Academy of Sciences") and headings, not
-    the answer."""
+    """The question without a closing sentence saying in what language to answer: its "Chinese", "wording", "term"
+    or "title" match covers ("中华人民共和国…", "University of Chinese Academy of Sciences") and headings, not the
+    answer."""
     return _ANSWER_FORM.sub("", question).rstrip() or question
 
 

@@ -342,9 +342,9 @@ def test_a_closing_sentence_asking_the_chinese_wording_is_no_evidence():
     # research background's answer
     source = "../zh_pdf/ucasthesis_template_guide.pdf"
     abstract = _chunk(f"{source}_5", "This paper is a help documentation for the LATEX class ucasthesis, which is a "
-                      "thesis template for the University of Chinese Academy of Sciences. The main content is about how "
-                      "to use the ucasthesis, as well as how to write thesis efficiently by using LATEX.\nKeywords: "
-                      "University of Chinese Academy of Sciences (UCAS), Thesis, LATEX Template", "text",
+                      "thesis template for the University of Chinese Academy of Sciences. The main content is about "
+                      "how to use the ucasthesis, as well as how to write thesis efficiently by using LATEX.\n"
+                      "Keywords: University of Chinese Academy of Sciences (UCAS), Thesis, LATEX Template", "text",
                       section_path="摘 要")
     fonts = _chunk(f"{source}_55", "7. 文档内字体切换方法:\n" + "".join(
         f"• {font}:国科大论文模板 ucasthesis 或国科大论文模板 ucasthesis\n" for font in ("宋体", "黑体", "仿宋", "楷体"))
