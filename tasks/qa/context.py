@@ -319,6 +319,7 @@ def build_context(cands: Sequence[Candidate], settings: Settings) -> Context:
     used, text_chunks = 0, 0
     picked: dict[tuple[str, str], list[Candidate]] = {}
     for tier in (ASKED, KEPT, RESCUED, EXPANDED):
+        past_budget: list[tuple[tuple[str, str], Candidate, int]] = []
         for key, members in order:
             group_score = max(c.score for _, c in members)
             if used >= r.context_soft_limit and group_score < r.context_soft_admit_ratio * best \
@@ -334,13 +335,20 @@ def build_context(cands: Sequence[Candidate], settings: Settings) -> Context:
                 is_table = c.chunk.chunk_type == TABLE or \
                     ((c.source, c.chunk.chunk_index + 1) in tables and bool(row_label(c.chunk.content)))
                 cost = len(_line(c)) + 1
-                if is_table or (cost <= budget and text_chunks < r.max_context_chunks):
+                if is_table and cost > budget:
+                    past_budget.append((key, c, cost))
+                elif is_table or (cost <= budget and text_chunks < r.max_context_chunks):
                     took.append(c)
                     budget -= cost
                     text_chunks += 0 if is_table else 1
             if took:
                 used = r.context_max_chars - budget
                 picked.setdefault(key, []).extend(took)
+        # a table past the budget is admitted whole after the tier's other groups, not before them (GB/T 3620.1's
+        # 8,839-character composition table, ranked 12th in the top hit's section, left no room for the hit)
+        for key, c, cost in past_budget:
+            used += cost + (0 if key in picked else len(_header(*key)) + 2)
+            picked.setdefault(key, []).append(c)
     blocks: list[str] = []
     chosen: list[Candidate] = []
     for key, _ in order:

@@ -247,6 +247,24 @@ def test_a_table_is_never_cut(warehouse):
     assert ctx.chunk_ids[0] == "guide.docx_4" and big.content.strip() in ctx.text
 
 
+def test_a_table_past_the_budget_is_admitted_after_the_groups_that_fit():
+    # GB/T 3620.1 as landed: its 8,839-character composition table (chunk 12), ranked 12th in the top hit's section
+    # "5 其他", was admitted before the hit (tables first, never cut) and left no room for it nor for D.3 ranked 2nd
+    source = "../zh_pdf/gbt3620.1-2016_titanium_alloy_standard.pdf"
+
+    def chunk(index: int, content: str, kind: str, section: str) -> Chunk:
+        return Chunk(content=content, chunk_type=kind, source=source, chunk_id=f"{source}_{index}", kb="kb",
+                     chunk_index=index, section_path=section)
+
+    hit = chunk(11, "5 其他\n5.1 附录 A 为历次 GB/T 3620.1修订时删除的钛及钛合金牌号和化学成分。", "text", "5 其他")
+    standards = chunk(28, "D.3 参考标准\nGB/T 2965—2007 钛及钛合金棒材GB/T 26059—2010 钛及钛合金网板", "text", "D.3 参考标准")
+    table = chunk(12, "牌号 | 名义化学成分 | Ti | Al\n" + "TA1 | 工业纯钛 | 余量 | —\n" * 400, "table", "5 其他")
+    ranked = [Candidate(c.chunk_id, score, chunk=c) for c, score in ((hit, 0.94), (standards, 0.85), (table, 0.30))]
+    ctx = build_context(ranked, Settings())
+    assert ctx.chunk_ids == [hit.chunk_id, table.chunk_id, standards.chunk_id]  # in chunk order within a section
+    assert "GB/T 26059—2010" in ctx.text and table.content.strip() in ctx.text  # the table still whole
+
+
 def test_a_list_of_the_corpus_files_takes_no_budget_from_a_question_about_content():
     # the docs corpus's SOURCES.md table (5,787 characters) ranked 2nd for "…the one-page union rules…" and, a
     # table being never cut, left no room for the rules' own passage ranked 3rd
