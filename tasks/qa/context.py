@@ -305,7 +305,8 @@ def build_context(cands: Sequence[Candidate], settings: Settings) -> Context:
     The chunks the question asks for (a heading it quotes, the contents or cover it asks about) are admitted
     first, then those adaptive top-k kept (groups by their best score), then the rescued ones, then the
     expanded neighbours: neither a neighbour nor a rescued chunk of the first hit's
-    section crowds out a later hit (a table ranked 3rd in another section)."""
+    section crowds out a later hit (a table ranked 3rd in another section). A table is never cut nor dropped; one
+    past the budget comes in after the tier's other groups."""
     groups: dict[tuple[str, str], list[tuple[int, Candidate]]] = {}
     for rank, c in enumerate(cands):
         if c.chunk is not None:
