@@ -1090,8 +1090,9 @@ def _enumerates(text: str, ordinal: int) -> bool:
     return any(part.count("、") + 1 >= wanted for part in re.split(r"[，,；;。:：]", text))
 
 
-_ARTICLE = re.compile(r"^\s*第[零一二三四五六七八九十百千0-9]+条")
-_ARTICLE_OPENED = re.compile(r"(?:^|(?<=[。\n]))\s*(第[零一二三四五六七八九十百千0-9]+条)(?=\s)")
+_ARTICLE_NUMBER = r"第[零一二三四五六七八九十百千0-9]+条"
+_ARTICLE = re.compile(rf"^\s*{_ARTICLE_NUMBER}")
+_ARTICLE_OPENED = re.compile(rf"(?:^|(?<=[。\n]))\s*({_ARTICLE_NUMBER})(?=\s)")
 
 
 def _articles_open(context: Context) -> dict[tuple[str, int], str]:

@@ -34,7 +34,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -289,6 +289,11 @@ def _header(source: str, section: str) -> str:
     return f"━ {source} · {section} ━" if section else f"━ {source} ━"
 
 
+def _header_cost(key: tuple[str, str], picked: Mapping) -> int:
+    """The characters a group's header adds to the context: none once the group has a chunk in it."""
+    return 0 if key in picked else len(_header(*key)) + 2
+
+
 def _line(c: Candidate) -> str:
     return f"[ref:{c.chunk_id}] {evidence_text(c.chunk).strip()}"
 
@@ -326,8 +331,7 @@ def build_context(cands: Sequence[Candidate], settings: Settings) -> Context:
             if used >= r.context_soft_limit and group_score < r.context_soft_admit_ratio * best \
                     and not any(c.asked for _, c in members):
                 continue
-            header_cost = 0 if key in picked else len(_header(*key)) + 2
-            budget = r.context_max_chars - used - header_cost
+            budget = r.context_max_chars - used - _header_cost(key, picked)
             # tables first (never cut or dropped from an admitted group), then by rank
             phase = sorted((rc for rc in members if _tier(rc[1]) == tier),
                            key=lambda rc: (rc[1].chunk.chunk_type != TABLE, rc[0]))
@@ -348,7 +352,7 @@ def build_context(cands: Sequence[Candidate], settings: Settings) -> Context:
         # a table past the budget is admitted whole after the tier's other groups, not before them (GB/T 3620.1's
         # 8,839-character composition table, ranked 12th in the top hit's section, left no room for the hit)
         for key, c, cost in past_budget:
-            used += cost + (0 if key in picked else len(_header(*key)) + 2)
+            used += cost + _header_cost(key, picked)
             picked.setdefault(key, []).append(c)
     blocks: list[str] = []
     chosen: list[Candidate] = []
