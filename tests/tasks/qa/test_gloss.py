@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from schemas.chunk import TEXT, Chunk
 from schemas.settings import Settings
+from tasks.index.bm25 import BM25Index
 from tasks.common.text import tokenize
 from tasks.qa.answer import extractive_answer
 from tasks.qa.context import build_context
@@ -78,6 +79,43 @@ def test_the_words_of_chinas_laws_are_glossed_as_their_english_translations_writ
     found = gloss_terms("What kind of state organ are the people's courts? Who bears the tort liability?",
                         set(tokenize(article)))
     assert {"机关", "侵权", "责任"} <= set(found)
+
+
+# prc_civil_code.pdf, Articles 188-189, 462 and 949, as its chunks hold them
+LIMITATION = ("第一百八十八条 向人民法院请求保护民事权利的诉讼时效期间为三年。法律另有规定的，依照其规定。诉讼时效期间自权利人知道"
+              "或者应当知道权利受到损害以及义务人之日起计算。法律另有规定的，依照其规定。但是，自权利受到损害之日起超过二十年的，"
+              "人民法院不予保护，有特殊情况的，人民法院可以根据权利人的申请决定延长。第一百八十九条 当事人约定同一债务分期履行"
+              "的，诉讼时效期间自最后一期履行期限届满之日起计算。")
+POSSESSION = ("第四百六十二条 占有的不动产或者动产被侵占的，占有人有权请求返还原物；对妨害占有的行为，占有人有权请求排除妨害"
+              "或者消除危险；因侵占或者妨害造成损害的，占有人有权依法请求损害赔偿。占有人返还原物的请求权，自侵占发生之日起一年"
+              "内未行使的，该请求权消灭。")
+PROPERTY_SERVICES = ("第九百四十九条 物业服务合同终止的，原物业服务人应当在约定期限或者合理期限内退出物业服务区域，将物业服务用房、相关"
+                     "设施、物业服务所必需的相关资料等交还给业主委员会、决定自行管理的业主或者其指定的人，配合新物业服务人做好交接工作，"
+                     "并如实告知物业的使用和管理状况。")
+
+
+def test_the_civil_codes_terms_of_art_are_glossed_as_its_english_translation_writes_them(monkeypatch):
+    # CC-CEDICT has "limitation" (限度) and "period" (周期) but not the phrase, and no "possessor" or "encroach": the
+    # property-services article (物业, 交还 from "property", "return") outranked the possessor's one
+    instalments = ("Under the PRC Civil Code, when the parties agree that the same debt is to be performed in "
+                   "instalments, from when does the limitation period run?")
+    encroached = ("Under the PRC Civil Code, a possessor's claim for return of the original property after it has "
+                  "been encroached upon is extinguished if not exercised within what period from the encroachment?")
+    articles = {"limitation": LIMITATION, "possession": POSSESSION, "property services": PROPERTY_SERVICES}
+    index = BM25Index.build(list(articles), [tokenize(text) for text in articles.values()])
+    vocabulary = set(index.vocab)
+
+    def first(question: str) -> str:
+        return index.search([tokenize(question) + gloss_terms(question, vocabulary)], 1)[0][0][0]
+
+    assert {"诉讼时效", "分期"} <= set(gloss_terms(instalments, vocabulary))
+    assert {"占有", "侵占", "消灭"} <= set(gloss_terms(encroached, vocabulary))
+    assert first(encroached) == "possession"
+    context = build_context([_chunk(42, LIMITATION), _chunk(105, POSSESSION)], Settings())
+    assert "最后一期履行期限届满之日" in extractive_answer(instalments, context, Settings()).text
+    assert "一年内未行使" in extractive_answer(encroached, context, Settings()).text
+    monkeypatch.setattr("tasks.qa.gloss.LAW_TERMS", {})
+    assert first(encroached) == "property services"
 
 
 def test_each_sense_cc_cedict_separates_by_a_semicolon_is_glossed():
