@@ -908,7 +908,7 @@ _ASKS_COVERING_SECTION = re.compile(
     r"(?=.*\b(?:that|which|where|covering|about|on|discussing|describing)\b)"
     r"|\bunder (?:which|what) (?:(?:sub)?section )?(?:heading|title|section)\b"
     r"|\bwhich (?:sub)?section (?:heading |title )?(?:covers|discusses|describes|introduces|deals|explains)"
-    r"|(?:介绍|讲|论述|讨论|涉及|描述|说明)[^？?]{2,60}的(?:那|哪|这)?一?个?(?:小?节|章|部分)[^？?]{0,8}(?:标题|题目|名称)"
+    r"|(?:介绍|讲|论述|讨论|涉及|描述|说明)[^？?]{2,80}的(?:那|哪|这)?一?个?(?:小?节|章|部分)[^？?]{0,8}(?:标题|题目|名称)"
     r"|(?:哪|那)一?个?(?:小?节|章|部分)[^？?]{0,4}(?:介绍|讲|论述|讨论|涉及)", re.IGNORECASE)
 
 
