@@ -283,10 +283,17 @@ def english_glosses(question: str, vocabulary: Collection[str], most: int = MAX_
 
 def _written_as(word: str, vocabulary: Collection[str]) -> str | None:
     """`word` as `vocabulary` writes it, itself or inflected ("introduce" → "introduced", "calorie" →
-    "calories", "study" → "studies"), else None."""
-    stem = word[:-1] if word.endswith("e") else word
-    forms = (word, word + "s", word + "es", word + "d", word + "ed", stem + "ing", word[:-1] + "ies", word[:-1] + "ied")
-    return next((form for form in forms if form in vocabulary), None)
+    "calories", "study" → "studies"), inflected from its base when it is a participle ("integrated" →
+    "integrates"), or its adverb ("seamless" → "seamlessly"), else None."""
+    bases = [word, word[:-1], word[:-2]] if word.endswith("ed") else [word]
+    for base in bases:
+        stem = base[:-1] if base.endswith("e") else base
+        forms = (base, base + "s", base + "es", base + "d", base + "ed", stem + "ing", base[:-1] + "ies",
+                 base[:-1] + "ied", base + "ly")
+        found = next((form for form in forms if form in vocabulary), None)
+        if found:
+            return found
+    return None
 
 
 _NUMBERED = re.compile(r"\b(article|art\.|chapter|section|part|clause|item)\s+([0-9]{1,4})\b", re.IGNORECASE)

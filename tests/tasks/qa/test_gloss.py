@@ -321,6 +321,9 @@ def test_a_chinese_questions_words_in_the_english_the_passage_writes():
     assert english_glosses("王安实验室在哪个年代推出了专用文字处理机？", {"dedicated", "processing"}) == ["dedicated",
                                                                                          "processing"]
     assert english_glosses(SUBLET, {"sublet", "objection"}) == []  # an English question is glossed the other way
+    # multi_page.pdf: CC-CEDICT's 集成 is "integrated" and 无缝 "seamless"; the passage writes its verb and adverb
+    integration = set(tokenize("Microsoft Word integrates seamlessly with OneDrive and Teams."))
+    assert {"integrates", "seamlessly"} <= set(english_glosses("Microsoft Word可以与哪两个产品无缝集成？", integration))
 
 
 def test_the_offline_answer_quotes_the_english_sentence_a_chinese_question_asks_for():
