@@ -121,6 +121,16 @@ def tokenize(text: str, user_dict: str | os.PathLike | None = None) -> list[str]
     return _terms(_pieces(_normalize(text), lambda part: tok.cut_for_search(part, HMM=False)))
 
 
+# a symbol written with its subscript, TeX's way ("h_T", "I_{ij}"), which a PDF's text layer runs together ("ℎ𝑇": hT)
+_SUBSCRIPTED = re.compile(r"(?<![A-Za-z0-9])([A-Za-z])_\{?([A-Za-z0-9]{1,3})\}?(?![A-Za-z0-9])")
+
+
+def subscripted_symbols(text: str) -> list[str]:
+    """The BM25 terms of the subscripted symbols `text` writes TeX's way, as a symbol list's line sets them
+    ("h_T" → "ht", "I_{ij}" → "iij"); `tokenize` reads "h_T" as "h" and "t"."""
+    return [(base + sub).lower() for base, sub in _SUBSCRIPTED.findall(text)]
+
+
 def tokenize_many(texts: Iterable[str], user_dict: str | os.PathLike | None = None) -> list[list[str]]:
     return [tokenize(t, user_dict) for t in texts]
 

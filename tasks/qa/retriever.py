@@ -213,13 +213,14 @@ class Retriever:
     def _variants(self, questions: Sequence[str], widen: bool) -> tuple[list[list[str]], list[list[list[str]]]]:
         """Per question its query variants (the question; widened, also its BM25 terms joined) and
         their BM25 terms."""
-        from tasks.common.text import tokenize
+        from tasks.common.text import subscripted_symbols, tokenize
 
         user_dict = self.settings.index.bm25_user_dict or None
         variants, terms = [], []
         for q in questions:
             t = tokenize(q, user_dict)
             keywords = " ".join(t)
+            t = t + subscripted_symbols(q)
             if self.settings.retrieval.gloss_enabled:
                 # senses paraphrased ("to renounce; to abandon; to give up") are too loose for a query over the whole
                 # corpus: an English question's Chinese words would find Chinese passages on other subjects; a Chinese

@@ -6,8 +6,8 @@ import jieba
 import pytest
 
 from tasks.common import text as text_mod
-from tasks.common.text import (STOP_WORDS, bigram_hit_rate, bigrams, clean_text, plain_quantities, tokenize,
-                               tokenize_many)
+from tasks.common.text import (STOP_WORDS, bigram_hit_rate, bigrams, clean_text, plain_quantities,
+                               subscripted_symbols, tokenize, tokenize_many)
 
 
 # --- tokenization ---------------------------------------------------------------------------------
@@ -32,6 +32,14 @@ def test_lower_case_and_english_stop_words():
 def test_full_width_is_half_width():
     assert tokenize("ＧＰＴ４模型，ＡＢＣ公司２０２３年") == tokenize("GPT4模型,ABC公司2023年")
     assert {"gpt4", "abc", "2023"} <= set(tokenize("ＧＰＴ４模型，ＡＢＣ公司２０２３年"))
+
+
+def test_a_symbol_written_with_its_subscript_is_the_term_a_pdfs_symbol_list_indexes():
+    # ucasthesis_template_guide.pdf's symbol list as landed: math italics run the subscript into its symbol
+    line = tokenize("ℎ𝑇 specific total enthalpy m2 ⋅ s−2")
+    assert "ht" in line and "ht" not in tokenize("what quantity does the symbol h_T denote?")
+    assert subscripted_symbols("what does the symbol h_T denote? 符号I_{ij}对应什么") == ["ht", "iij"]
+    assert subscripted_symbols("VERIFY_GROUP_FOR_USER, file_name.txt") == []  # identifiers are no symbols
 
 
 def test_a_letter_spaced_word_is_one_term():

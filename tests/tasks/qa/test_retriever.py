@@ -125,6 +125,18 @@ def test_a_chinese_question_finds_an_english_passage_by_the_english_of_its_words
     assert "each lost record" not in best(blind)
 
 
+def test_a_symbol_asked_with_its_subscript_finds_the_line_of_the_symbol_list(cmrc):
+    settings, _, _ = cmrc
+    # ucasthesis_template_guide.pdf's symbol list as landed: math italics run "h_T" together ("ℎ𝑇")
+    lines = ["𝐸 specific total energy m2 ⋅ s−2", "𝑒 specific internal energy m2 ⋅ s−2",
+             "ℎ𝑇 specific total enthalpy m2 ⋅ s−2", "𝑘 thermal conductivity kg ⋅ m ⋅ s−3 ⋅ K−1"]
+    index = BM25Index.build([str(i) for i in range(len(lines))], [tokenize(line) for line in lines])
+    question = "In the symbol list, what quantity does the symbol h_T denote?"
+    _, terms = Retriever(settings, "cmrc", bm25=index)._variants([question], widen=False)
+    assert [hit for hit, _ in index.search(terms[0], 4)[0]] == ["2"]
+    assert index.search([tokenize(question)], 4)[0] == []  # its words alone ("h", "t") are in no line
+
+
 XQUAD_ARTICLES = 12  # of xquad's 48: 60 paragraphs, ~300 questions
 XQUAD_BOTH = 6  # knowledge base "mixed" holds the first 6 articles' paragraphs in Chinese too
 
