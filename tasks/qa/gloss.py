@@ -11,8 +11,8 @@ knowledge base's BM25 vocabulary holds are added to the question's BM25 terms ("
 (`tasks.qa.nuclear_terms`: "safety factor" → 安全要素), and numbered parts as Chinese laws and standards number
 them ("Article 16" → 第十六条); a Chinese question's BM25 terms gain the English its words translate to
 (`english_glosses`, one sense a word), for English passages. Headwords the knowledge base never uses are
-dropped, so a dictionary's many senses cost nothing unless the corpus speaks of them; BM25's idf weighs the rest. The offline
-answer (`tasks.qa.answer.extractive_answer`) reads a Chinese chunk by the glosses its context uses,
+dropped, so a dictionary's many senses cost nothing unless the corpus speaks of them; BM25's idf weighs the rest.
+The offline answer (`tasks.qa.answer.extractive_answer`) reads a Chinese chunk by the glosses its context uses,
 and an English chunk by the English a Chinese question's words translate to (CC-CEDICT read forwards,
 `english_glosses`): "红皮书引用的研究称，2013年全球数据泄露的平均成本上升了多少" is answered by "Studies
 … revealed that the average cost of a data breach increased in 2013 by 15% globally". It also reads a unit by

@@ -7,8 +7,8 @@ People's Congress's own English texts), so its words are listed here once, as En
 lower-case word form the glossing reads (`[a-z]+` words: "co-owner" is "co owner", "people's court" is
 "people court"). Each adds to the dictionary's senses. Words that are common outside the law ("will",
 "offer", "claim", "performance", "deposit") are left out: their legal sense would be added to every question.
-A party named by its act and 人 (占有人, "possessor") is indexed as the act and 人, which no index term holds: the
-act follows it (占有).
+BM25 indexes a party named by its act and 人 (占有人, "possessor") as the act and 人, a lone character and so no
+term: the act follows it (占有), as the word the index holds in 被监护人 (监护人) follows "ward".
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ fixed vocabulary: "periodic safety review" is 定期安全评价 or 定期安全
 one-wording senses miss the everyday words they are made of ("safety" is 安全性 there, "review" 审稿,
 "assessment" 评估, "operating" nothing), so an English question over such a standard finds none of its
 terms. They are listed here once, as English → Chinese, in the lower-case word form the glossing reads
-(`[a-z]+` words: "in-service" is "in service"); each adds to the dictionary's senses.
+(`[a-z]+` words: "defence-in-depth" is "defence in depth"); each adds to the dictionary's senses.
 """
 from __future__ import annotations
 
