@@ -294,7 +294,7 @@ def unwrap_lines(text: str) -> str:
     return "\n".join(out)
 
 
-_BARE_NUMBER = re.compile(r"^[0-9]{1,2}[.．]$")  # "1." of "1. Hardware constraints", split off as a sentence
+_BARE_NUMBER = re.compile(r"^[0-9]{1,2}(?:\.[0-9]{1,2})*[.．]$")  # "1." or "2.3.3." of "2.3.3. Network Constraints", split off
 
 
 # an entry of a reference list, APA ("Chen, X., & Dubois, M. (2023). Mitigating …. Urban Hover-Transit
@@ -472,7 +472,9 @@ def _table_unit(question: str, chunk, subject: frozenset[str] = frozenset(), glo
     # a table's caption names it; the section is where the float landed (CC-SAM's Table 3 under "4.3 Open
     # Long-Tailed Recognition", whose results are Table 4's): it names a table with no caption only
     where = " ".join((cell.label, cell.header, chunk.caption or chunk.section_path.rsplit(" > ", 1)[-1]))
-    return where, cell.text, CELL_BONUS * ((cell.column_score > 0) + cell.written)
+    # a level asked for its change names the column of no change asked
+    named_column = cell.column_score > 0 and cell.answers_change(question)
+    return where, cell.text, CELL_BONUS * (named_column + cell.written)
 
 
 # the words by which a question names its document ("《…》由哪个单位归口", "In the CC-SAM paper, …") name
@@ -490,7 +492,7 @@ TITLE_MAX_CHARS = 40  # a first line this short is a heading; a longer one is a 
 
 _NUMERAL = r"[0-9]{1,4}|[零一二三四五六七八九十百千]{1,8}"  # a part's number, in digits or Chinese numerals
 # an article the naming words point to ("根据宪法第四十九条") is where the answer is, not the document's name
-_ARTICLE_NAMED = re.compile(rf"第\s*(?:{_NUMERAL})\s*[条款项]|\b(?:article|clause)\s+[0-9]+\b", re.IGNORECASE)
+_ARTICLE_NAMED = re.compile(rf"第\s*(?:{_NUMERAL})\s*[条款项]|\b(?:article|art\.|clause)\s*[0-9]+\b", re.IGNORECASE)
 
 
 def _subject_terms(question: str, context: Context, translated: frozenset[str] | None = None,
@@ -917,6 +919,8 @@ _ASKS_COVERING_SECTION = re.compile(
 _NUMBERED_PART = re.compile(rf"第\s*({_NUMERAL})\s*(部分|章|节|条)"
                             r"|\b(part|chapter|section|article)\s+([0-9]{1,4})\b", re.IGNORECASE)
 _PART_KINDS = {"part": "部分", "chapter": "章", "section": "节", "article": "条"}
+_PART_NAMES = {kind: name for name, kind in _PART_KINDS.items()}
+_NUMERAL_VALUES = {chinese_numeral(n): str(n) for n in range(1, 100)}  # "二十三" → "23"
 _ASKS_PART = re.compile(r"\b(?:what|which)\b[^,，?？]*\b(?:part|chapter|section|article) [0-9]+\b|名称", re.IGNORECASE)
 
 
@@ -934,7 +938,13 @@ def _part_asked(question: str) -> re.Pattern | None:
     number, kind = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), _PART_KINDS[m.group(3).lower()])
     written = {number, chinese_numeral(int(number))} if number.isdigit() and 0 < int(number) < 10000 else {number}
     names = "|".join(re.escape(w) for w in sorted(written, key=len, reverse=True))
-    return re.compile(rf"(?:^|(?<=[\s—\-–]))第\s*(?:{names})\s*{kind}\s*[:：]?\s*[^\s0-9]")
+    chinese_way = rf"(?:^|(?<=[\s—\-–]))第\s*(?:{names})\s*{kind}\s*[:：]?\s*[^\s0-9]"
+    # and the English way, opening the line ("Chapter 2. Roles and separation of duties 7"), not a mention in a
+    # sentence ("… as described in Chapter 2")
+    digits = number if number.isdigit() else _NUMERAL_VALUES.get(number)
+    if digits is None or kind not in _PART_NAMES:
+        return re.compile(chinese_way)
+    return re.compile(rf"{chinese_way}|^{_PART_NAMES[kind]}\s+{digits}\b\s*[.:：]?\s*[^\s0-9.]", re.IGNORECASE)
 
 
 # a question asking the number of a heading it quotes ("what section number does the 'Chart with caption' subsection

@@ -148,8 +148,8 @@ def _quoted_headings(db_path: Path, kb: str, retrievals: Sequence[Retrieval],
 
 
 # an article a question names ("Under Article 60 of the PRC Constitution", "根据第十六条"), written as a law writes it
-_ARTICLE_NAMED = re.compile(r"第\s*([0-9]{1,4}|[零一二三四五六七八九十百千]{1,8})\s*条|\barticle\s+([0-9]{1,4})\b",
-                            re.IGNORECASE)
+_ARTICLE_NAMED = re.compile(r"第\s*([0-9]{1,4}|[零一二三四五六七八九十百千]{1,8})\s*条|\b(?:article|art\.)\s*([0-9]{1,4})\b",
+                            re.IGNORECASE)  # ("Art. 126" as a law's articles are cited)
 
 
 def articles_asked(question: str) -> list[str]:

@@ -101,7 +101,8 @@ _ASKS_RATIO = re.compile(r"(?<![功频速])率|比例|占比|百分比|percent|\
 _CITATION = re.compile(r"\s*\[[0-9]+(?:\s*[,，–-]\s*[0-9]+)*\]")
 # a question asking how much something changed against a base ("by what percentage did … change compared with the
 # same period last year", "比上年同期增长了多少"): the column comparing with the base answers, not the base's
-_CHANGE_WORDS = r"\bchange|\bincreas|\bdecreas|\bgr[eo]w|\bdrop|\brise\b|\brose\b|\bfell\b|\bfall\b|增减|增长|下降|减少|增加|变动|变化"
+_CHANGE_WORDS = (r"\bchange|\bincreas|\bdecreas|\bgr[eo]w|\bdrop|\brise\b|\brose\b|\bfell\b|\bfall\b|\bdeclin|\bjump|\bclimb"
+                 r"|增减|增长|下降|减少|增加|变动|变化|涨|跌|上升|增幅|降幅")
 _BASE_WORDS = r"\bcompared (?:with|to)\b|\bthan\b|\bversus\b|\bvs\b|\bfrom\b|比|较"
 _ASKS_CHANGE = re.compile(rf"(?:\bby (?:what|how much)\b|{_CHANGE_WORDS}).*?(?:{_BASE_WORDS}|\bover\b|\bbetween\b)"
                           rf"|(?:{_BASE_WORDS}).*?(?:{_CHANGE_WORDS})", re.IGNORECASE)
@@ -193,6 +194,13 @@ class Cell:
     @property
     def text(self) -> str:
         return f"{self.label} — {self.header}: {self.value}" if self.header else f"{self.label} — {self.value}"
+
+    def answers_change(self, question: str) -> bool:
+        """Does the cell state a change when the question asks one ("how much did net profit change year on year
+        (+/-%)"): a change's row, column or value ("净利润 (+/-%)", "增减", "-13.5%"), not a level ("净利润 — 2022:
+        2155")? True when no change is asked."""
+        return not _ASKS_ANY_CHANGE.search(question) or any(
+            _CHANGE_HEADER.search(part) for part in (self.label, self.header, self.value))
 
 
 def _rows(content: str) -> list[tuple[list[str], bool]]:
@@ -556,8 +564,10 @@ def _decimals(text: str) -> set[str]:
 
 _RANGE_SIGN = re.compile(r"[≤≥<>~～]")  # a range's label ("-15℃≤T<-10℃"), not a grade's ("TA12-1")
 _HAS_LETTERS = re.compile(r"[A-BD-SU-Za-z]{2,}|[\u4e00-\u9fff]")  # words, not a range's "T" or "℃C"
-_ASKS_MEANING = re.compile(r"\bmean(?:s|ing)?\b|stand for|\bindicates?\b|含义|意思|是指|指什么|代表什么", re.IGNORECASE)
-_DESCRIPTION_HEADER = re.compile(r"description|meaning|definition|说明|含义|定义|描述", re.IGNORECASE)
+# (and what explains it: "which explanation does the variance table offer" asks its 变动原因 column)
+_ASKS_MEANING = re.compile(r"\bmean(?:s|ing)?\b|stand for|\bindicates?\b|含义|意思|是指|指什么|代表什么"
+                           r"|\bexplanation\b|\breasons?\b|\bwhy\b|原因|为什么|为何", re.IGNORECASE)
+_DESCRIPTION_HEADER = re.compile(r"description|meaning|definition|说明|含义|定义|描述|reason|explanation|原因", re.IGNORECASE)
 _SIGNED_DECIMAL = re.compile(r"(?<![0-9.])-?[0-9]+(?:\.[0-9]+)?")
 
 
@@ -616,7 +626,12 @@ ELEMENTS = {"Al": ("aluminium", "aluminum", "铝"), "B": ("boron", "硼"), "C": 
 _ELEMENT_NAME = re.compile("|".join(rf"\b{n}\b" if n.isascii() else n for names in ELEMENTS.values() for n in names),
                            re.IGNORECASE)
 _SYMBOL_OF = {n: symbol for symbol, names in ELEMENTS.items() for n in names}
+_ELEMENT_DESCRIBES = re.compile(rf"含({_ELEMENT_NAME.pattern})的|\b(?:containing|with)\s+({_ELEMENT_NAME.pattern})\b"
+                                rf"|\b({_ELEMENT_NAME.pattern})-(?:bearing|containing)\b", re.IGNORECASE)
 _ELEMENT_SYMBOL = re.compile(rf"(?<![A-Za-z0-9.\-])(?:{'|'.join(s for s in ELEMENTS if len(s) > 1)})(?![A-Za-z0-9])")
+# a one-letter symbol only where the question asks its content ("中V的含量范围", "the N content"), not volts' "3.2 V"
+_LETTER_SYMBOL = re.compile(rf"(?<=[\u4e00-\u9fff\s])([{''.join(s for s in ELEMENTS if len(s) == 1)}])"
+                            r"(?=\s*(?:的?含量|的?(?:范围|上限|下限)|元素|\s+(?:content|limit|range)\b))")
 
 
 @lru_cache(maxsize=4096)
@@ -624,7 +639,12 @@ def _symbols_asked(question: str) -> frozenset[str]:
     """What a question writes in brackets, short ("（V）", "(Cr)"), and the symbols of the elements
     it names ("vanadium", "钒"): the headers of a composition table's columns."""
     named = [_SYMBOL_OF[m.group().lower()] for m in _ELEMENT_NAME.finditer(question)]
-    written = _ELEMENT_SYMBOL.findall(question)  # "中Mo的含量", not the Mo of "Ti-32Mo"
+    # an element naming the alloy ("含钽的TA32 … 锆含量", "the tantalum-bearing grade's zirconium") is not asked
+    # when another one is
+    describing = {_SYMBOL_OF[next(g for g in m.groups() if g).lower()] for m in _ELEMENT_DESCRIBES.finditer(question)}
+    if set(named) - describing:
+        named = [n for n in named if n not in describing]
+    written = _ELEMENT_SYMBOL.findall(question) + _LETTER_SYMBOL.findall(question)  # "中Mo的含量", not "Ti-32Mo"'s
     return frozenset(_symbol(m) for m in [*re.findall(r"\(([^()]{1,12})\)", _plain(question)), *named, *written])
 
 
@@ -1380,8 +1400,9 @@ _SCOPE_TITLE = re.compile(r"《([^》]+)》")
 # "X中，…", "X里的…" within the first clause (a "…之上的" further on is what is asked, not where)
 _SCOPE_CJK = re.compile(r"^\s*([^，,？?]{2,40}?)(?:中|里|上)(?:，|,|的)|^\s*(?:根据|按照|依据|按)(.{2,40}?)(?:，|,)"
                         r"|^\s*(.{2,40}?)这(?:项|份|个|篇|部|本)"
-                        # "CC-SAM论文中Places-LT、…的对比表里，…": to the word for a document
-                        rf"|^\s*([^，,。？?]{{2,30}}?(?:{_DOCUMENT_WORDS_CJK}|文档))(?:中|里|(?=第[0-9]))"
+                        # "CC-SAM论文中Places-LT、…的对比表里，…", "CC-SAM论文表3的…": to the word for a document
+                        rf"|^\s*([^，,。？?]{{2,30}}?(?:{_DOCUMENT_WORDS_CJK}|文档))"
+                        r"(?:中|里|的?(?=第[0-9]|[表图]\s*[0-9]|(?i:table|figure)\s*[0-9]))"
                         # "IBM DB2 for i 行列访问控制（RCAC）红皮书指出，…": the document says what is asked
                         r"|^\s*([^，,。？?]{2,40}?)(?:指出|提到|写道|称|说)[，,]"
                         # "这份政府采购合同要求…": to the first word for a document
@@ -1496,6 +1517,15 @@ _ASKS_CODE = re.compile(r"\b(?:which|what)\s+(?:[\w-]+\s+){0,3}(?:code|standard(
                         r"capacit|temperature|voltage|current|value|test)))\b|代号|代码|编码|编号"
                         r"|哪(?:个|项|一|份|部)?[\u4e00-\u9fff]{0,4}标准(?!化)", re.IGNORECASE)
 _CODE_VALUE = re.compile(r"(?<![A-Za-z0-9])(?:[A-Z]{1,6}[-/ ]?[0-9][0-9A-Za-z.\-—]*|[0-9]{2,}[-—][0-9]+)")
+_CODE_YEAR = re.compile(r"\s*[-—–]\s*(?:19|20)[0-9]{2}$")
+_ISO_DATE = re.compile(r"(?<![0-9])(?:19|20)[0-9]{2}-[0-9]{1,2}-[0-9]{1,2}(?![0-9])")
+
+
+def _code_numbers(text: str) -> set[str]:
+    """The codes a text writes, a standard's without its year, dates none: the cover's "GB/T 3620.1—2007" (the
+    edition it replaces) is the standard a question names as "GB/T 3620.1-2016", no other one it may ask for, and
+    its "2016-12-30发布" no code."""
+    return {_CODE_YEAR.sub("", code) for code in _CODE_VALUE.findall(_ISO_DATE.sub(" ", text))}
 
 
 # a question asking how many of a measure ("多少天", "几届", "how many days"): a clause holding a number of that
@@ -1535,8 +1565,8 @@ def answers_what_is_asked(question: str):
     if _ASKS_DATE.search(question):
         return lambda part: any(_numbers(m.group()) - stated for m in _DATE.finditer(part))
     if _ASKS_CODE.search(question):
-        stated_codes = set(_CODE_VALUE.findall(question))
-        return lambda part: bool(set(_CODE_VALUE.findall(part)) - stated_codes)
+        stated_codes = _code_numbers(question)
+        return lambda part: bool(_code_numbers(part) - stated_codes)
     if _ASKS_NUMBER.search(question):
         # (a citation, "OLTR [32]", states no number)
         return lambda part: bool(_numbers(_CITATION.sub("", part)) - stated) or bool(cjk_numbers(part) - stated_cjk)

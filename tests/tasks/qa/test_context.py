@@ -399,6 +399,7 @@ def test_an_article_the_question_names_is_read_in_the_hits_documents(tmp_path):
     missing = replace(asked, question="Under Article 63 of the PRC Constitution, who may be removed from office?")
     assert expand_batch(path, "kb", [missing], s) == [[]]
     assert articles_asked("Articles 5 and Article 1260; 第十六条, 第 3 条") == ["第一千二百六十条", "第十六条", "第三条"]
+    assert articles_asked("the Constitution (Art. 126) says no one may interfere") == ["第一百二十六条"]
 
 
 def test_the_chunks_back_to_the_line_opening_a_list_a_hit_is_inside_are_read(tmp_path):

@@ -7,10 +7,11 @@ import pytest
 
 from schemas.chunk import CHART, TABLE, TEXT, Chunk
 from schemas.settings import Settings
-from tasks.qa.answer import asked_ordinal, extractive_answer, heading_asked, item_number, sentences, table_notes
+from tasks.qa.answer import (_table_unit, asked_ordinal, extractive_answer, heading_asked, item_number, sentences,
+                             table_notes)
 from tasks.qa.context import build_context
-from tasks.qa.extract import (_rows, _unshifted, answers_what_is_asked, cjk_numbers, document_scope, focus, form_lines,
-                              LAST, asked_column, asked_row, labelled_rows, scope_only_terms, scope_parts,
+from tasks.qa.extract import (_rows, _symbols_asked, _unshifted, answers_what_is_asked, Cell, cjk_numbers,
+                              document_scope, focus, form_lines, LAST, asked_column, asked_row, labelled_rows, scope_only_terms, scope_parts,
                               shortest_clause, table_cell, terms, without_answer_form)
 from tasks.qa.types import Candidate
 from tests.test_golden import chunks_of
@@ -101,9 +102,39 @@ def test_a_change_against_a_base_takes_the_column_comparing_with_it(tables):
     assert table_cell(question, data.content, glosses=glosses).value == "-16.10%"
     assert table_cell("比亚迪一季报主要会计数据中，经营活动产生的现金流量净额比上年同期增减了多少？", data.content).value \
         == "-16.10%"
+    # a rise asked in other words ("涨了百分之多少")
+    assert table_cell("比亚迪今年一季度的稀释每股收益较去年同期涨了百分之多少？按一季报主要财务指标表作答。", data.content).value \
+        == "98.73%"
     # the base asked for itself
     assert table_cell("比亚迪一季报主要会计数据中，经营活动产生的现金流量净额上年同期是多少元？", data.content).value \
         == "10,227,984,000.00"
+
+
+def test_an_explanation_asked_is_the_column_of_reasons(tables):
+    (variance,) = [c for c in tables["byd_2025q1_quarterly_report"] if "变动原因" in c.content and "税金及附加" in c.content]
+    question = ("BYD's taxes and surcharges (税金及附加) jumped 52.87% in January–March 2025. Which explanation does "
+                "the 损益表 variance table of its first-quarter report offer?")
+    assert table_cell(question, variance.content).text == "税金及附加 — 变动原因: 主要是新能源汽车业务增长所致"
+    assert table_cell("比亚迪一季报中财务费用为什么变动？", variance.content).header == "变动原因"
+
+
+def test_a_level_is_no_answer_to_a_change_asked():
+    question = ("According to the earnings forecast table in the broker report on 600398.SH, how much did net profit "
+                "change year on year (+/-%) in 2022?")
+    assert not Cell("净利润", "2022", "2155", 1.0, 1.0).answers_change(question)
+    assert Cell("净利润(百万元) (+/-%)", "2022", "-13.5%", 1.0, 1.0).answers_change(question)
+    assert Cell("存货", "增减额", "1,000", 1.0, 1.0).answers_change(question)
+    assert Cell("净利润", "2022", "2155", 1.0, 1.0).answers_change("2022年的净利润是多少百万元？")  # no change asked
+    # so the income statement's level names no column asked, and the change row outscores it
+    statement = Chunk(content=" | 2022 | 2023\n净利润 | 2155 | 2952", chunk_type=TABLE, source="broker.pdf",
+                      chunk_id="broker.pdf_27")
+    forecast = Chunk(content=" | 2022 | 2023\n净利润(百万元) | 2155 | 2952\n(+/-%) | -13.5% | 37.0%",
+                     chunk_type=TABLE, source="broker.pdf", chunk_id="broker.pdf_21")
+    glosses = "净利润 净利 收益 预测"
+    (_, level, level_bonus), (_, change, change_bonus) = (_table_unit(question, c, glosses=glosses)
+                                                          for c in (statement, forecast))
+    assert (level, change) == ("净利润 — 2022: 2155", "净利润(百万元) (+/-%) — 2022: -13.5%")
+    assert change_bonus > level_bonus
 
 
 def test_a_label_written_without_its_unit_names_its_row_when_a_column_is_named(tables):
@@ -192,6 +223,27 @@ def test_a_scanned_composition_table_answers_under_the_element_asked(alloy_table
     assert cell("GB/T 3620.1—2016表1中TA31中Mo的含量范围是多少？").value == "0.6~1.5"  # the symbol written bare
     # a symbol the row's own name writes ("TA29" holds "Ta") is still the column asked
     assert cell("按GB/T 3620.1—2016，TA29钛合金中钽（Ta）的含量范围是多少？").value == "1.3~1.7"
+
+
+def test_an_element_naming_the_alloy_is_not_the_one_asked():
+    # "含钽的TA32": tantalum says which alloy; the zirconium content is asked (GB/T 3620.1's table 1 as OCR read it)
+    table = ("牌号 | 名义化学成分 | Ti | Ta | Zx | Fe | A1\n"
+             "TA32 | Ti-5.5Al-3.5Sn-3Zr-1Mo-0.5Nb-0.7Ta-0.3Si | 余量 | 0.2~0.7 | 2.5 ~3.5 | 0.25 | 5.0~6.0\n"
+             "TC15 | Ti-5Al-2.5Fe | 余量 | 0.01 | 0.02 | 2.0~3.0 | 4.5~5.5")
+    assert table_cell("含钽的近α合金TA32，名义成分里写3Zr，国标表1（续）实际给的锆含量上下限是多少？", table).value == "2.5 ~3.5"
+    assert table_cell("含铁的TC15钛合金（名义5Al-2.5Fe），其铝元素在GB/T 3620.1—2016中的允许区间是多少？", table).value \
+        == "4.5~5.5"
+    assert table_cell("What is the aluminium range of the iron-bearing grade TC15?", table).value == "4.5~5.5"
+    # named alone, it is the one asked
+    assert table_cell("含钽的TA32中钽的含量范围是多少？", table).value == "0.2~0.7"
+
+
+def test_a_one_letter_symbol_is_the_element_asked_only_before_its_content():
+    table = "牌号 | 名义化学成分 | Ti | V | Cr\nTB12 | Ti-25V-15Cr-0.3Si | 余量 | 24.0~28.0 | 13.0~17.0"
+    assert table_cell("按钛及钛合金牌号和化学成分标准的表2，TB12（Ti-25V-15Cr-0.3Si）中V的含量范围是多少？", table).value \
+        == "24.0~28.0"
+    assert _symbols_asked("What is the N content limit of TA7?") == {"n"}
+    assert _symbols_asked("电池电压为3.2 V时的容量是多少？") == frozenset()  # volts
 
 
 def test_a_symbol_ocr_misread_heads_the_column_asked_unless_the_symbol_heads_one():
@@ -893,6 +945,28 @@ def test_a_step_the_question_goes_to_beats_the_one_it_starts_from(tables):
     assert table_cell("电芯温度25℃≤T<45℃时，SOC从35%充到55%这一段用多大的充电电流？", steps.content).value == "1.80C"
 
 
+def test_an_outline_number_stays_with_its_heading():
+    # docling's Markdown of the numbered-headers test document writes the numbers Word displays
+    lines = sentences("2.3.2. Software Constraints\n2.3.3. Network Constraints\n2.3.8.1. First sub-item at this level")
+    assert lines == ["2.3.2. Software Constraints", "2.3.3. Network Constraints", "2.3.8.1. First sub-item at this level"]
+
+
+def test_a_standard_asked_is_another_than_the_one_the_question_names():
+    # GB/T 3620.1-2016's cover names the edition it replaces and its dates; Annex D lists the standards asked for
+    cover = Chunk(content="中 华人 民共和 国 国家标准\nGB/T 3620.1—2016\n代替 GB/T 3620.1—2007\n钛及钛合金牌号和化学成分\n"
+                          "Designation and composition of titanium and titanium alloys\n2016-12-30发布\n2017-11-01实施",
+                  chunk_type=TEXT, source="gbt3620.pdf", chunk_id="gbt3620.pdf_2")
+    annex = Chunk(content="GB/T 13810—2007 外科植入物用钛及钛合金加工材", chunk_type=TEXT, source="gbt3620.pdf",
+                  chunk_id="gbt3620.pdf_28", section_path="附录 D > D.3")
+    question = ("Among the reference standards listed in Annex D of the titanium standard GB/T 3620.1-2016, which "
+                "standard covers wrought titanium and titanium alloy materials for surgical implants?")
+    asked = answers_what_is_asked(question)
+    assert not asked(cover.content) and asked(annex.content)
+    ctx = build_context([Candidate(cover.chunk_id, 0.9, chunk=cover), Candidate(annex.chunk_id, 0.8, chunk=annex)],
+                        Settings())
+    assert "GB/T 13810—2007" in extractive_answer(question, ctx, Settings()).text
+
+
 def test_the_item_right_after_a_named_one():
     chunk = Chunk(content="1. Hardware Constraints\n2. Software Constraints\n3. Regulatory Constraints\n"
                           "4. Budget Constraints\n5. Timeline Constraints",
@@ -1002,6 +1076,12 @@ def test_the_title_of_a_numbered_part_is_its_line_not_the_part_naming_the_docume
     part = heading_asked("What is Part 11 of the series?")
     assert part.search("——第11部分：设备合格鉴定；") and not part.search("——第1部分：通用要求；")
     assert heading_asked("What is Chapter 4 of the union rules titled?").search("第四章 工作职责")
+    # an English contents line opens with the chapter; a sentence mentioning it is no title
+    chapter = heading_asked("According to the table of contents of REDP-5110, what is the title of Chapter 2?")
+    assert chapter.search("Chapter 2. Roles and separation of duties 7")
+    assert not chapter.search("Chapter 3. Row and Column Access Control 13")
+    assert not chapter.search("The roles are described in Chapter 2. They are")
+    assert heading_asked("红皮书第二章的标题是什么？").search("Chapter 2. Roles and separation of duties 7")
     # a part the question gives the title of names the document: its title is not what is asked
     assert heading_asked("What English title is printed on the cover of the standard, Part 1 (General Requirements)?") \
         is None
@@ -1319,6 +1399,15 @@ def test_a_paper_named_before_zhong_is_the_scope_not_a_row(tables):
     assert scope_only_terms(question) >= {"cc", "sam"}
     cell = table_cell(question, results.content)
     assert (cell.label, cell.header, cell.value) == ("Places-LT CE ResNet-152", "Few", "8.2")
+
+
+def test_a_paper_named_right_before_its_table_is_the_scope_not_a_row(tables):
+    # "CC-SAM论文表3的…": the plain CE baseline's row, not CC-SAM's
+    results = table_with(tables["cvpr_mineru3.4.4"], "Places-LT | CE | ResNet-152")
+    question = "CC-SAM论文表3的ImageNet-LT部分，普通交叉熵CE基线（ResNeXt-50骨干）在Many（头部类别）上的准确率是多少？"
+    assert document_scope(question) == "CC-SAM论文"
+    assert table_cell(question, results.content).text == "ImageNet-LT CE ResNeXt-50 — Many: 65.9"
+    assert document_scope("CC-SAM论文的图2展示了什么？") == "CC-SAM论文"
 
 
 def test_a_paper_cited_in_brackets_or_at_the_end_is_the_scope_not_a_row(tables):
