@@ -799,11 +799,53 @@ def _compared(headers: list[str], scores: list[float]) -> list[float]:
     return out
 
 
+# a cell found by its value in a row or a column the question names: what is asked is its column, or its row
+_VALUE_GIVEN = re.compile(r"(?:数值|取值|值)\s*(?:为|是|等于)\s*(-?[0-9]+(?:\.[0-9]+)?)(?![0-9.])"
+                          r"|\bvalue\s+(?:of\s+)?(-?[0-9]+(?:\.[0-9]+)?)(?![0-9.])", re.IGNORECASE)
+_ASKS_WHICH_HEADER = re.compile(r"\bwhich\b|\bwhat\b|哪", re.IGNORECASE)
+
+
+def _cell_by_value(question: str, content: str) -> Cell | None:
+    """The one cell holding the value the question gives, in the row or column it names ("Category 8 这一行里数值为 5
+    的是哪个系列", "for which category does Series 6 have the value 3", "最后一行数据里数值为5的是哪个系列"), or the
+    largest or smallest of the one row it names ("类别 4 取值最大的系列"); None when there is no one such cell."""
+    given = _VALUE_GIVEN.search(question)
+    extreme = _asked_extreme(question) if given is None else None
+    if (given is None and extreme is None) or not _ASKS_WHICH_HEADER.search(question):
+        return None
+    grid = [row for row, _ in _rows(content) if len(row) > 2]
+    if len(grid) < 3:
+        return None
+    header, data = grid[0], grid[1:]
+    asked = _plain(question)
+    place = asked_row(question)
+    named_rows = [data[-1 if place == LAST else place - 1]] if place is not None and place <= len(data) else \
+        [row for row in data if row[0].strip() and _writes(asked, _plain(row[0]))]
+    named_columns = [j for j in range(1, len(header)) if header[j].strip() and _writes(asked, _plain(header[j]))]
+    if not named_rows and not named_columns or (extreme is not None and (len(named_rows) != 1 or named_columns)):
+        return None  # nothing says where the value is (a column's extreme row is `_extreme_row`'s)
+    cells = [(row, j, _single_number(row[j])) for row in named_rows or data for j in named_columns or range(1, len(row))
+             if j < len(row) and j < len(header)]
+    if extreme is not None:
+        numbers = [n for _, _, n in cells if n is not None]
+        if len(numbers) < 2:
+            return None
+        value = max(numbers) if extreme > 0 else min(numbers)
+    else:
+        value = float(given.group(1) or given.group(2))
+    hits = [(row, j) for row, j, n in cells if n == value]
+    if len(hits) != 1:
+        return None
+    row, j = hits[0]
+    return Cell(row[0].strip() or f"#{data.index(row) + 1}", header[j].strip(), row[j].strip(), 1.0, 1.0, True)
+
+
 def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(), glosses: str = "") -> Cell | None:
     """The cell of a " | " table the question asks for (`_cell`), or None when it names no row: by its label, by a
     value of words it writes out or, when no label is named, by numbers it states that one row alone holds
-    ("收盘价5.6元那一行" of rows all labelled 优于大市; not "the column holding 50, 150, 200", held by three rows)."""
-    cell = _cell(question, content, subject, glosses)
+    ("收盘价5.6元那一行" of rows all labelled 优于大市; not "the column holding 50, 150, 200", held by three rows);
+    a cell the question finds by its value in a row or column it names answers with its header or label."""
+    cell = _cell_by_value(question, content) or _cell(question, content, subject, glosses)
     if cell is not None:
         return cell
     rows = _rows(content)

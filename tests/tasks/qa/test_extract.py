@@ -10,9 +10,10 @@ from schemas.settings import Settings
 from tasks.qa.answer import (_table_unit, asked_ordinal, extractive_answer, heading_asked, item_number, sentences,
                              table_notes)
 from tasks.qa.context import build_context
-from tasks.qa.extract import (_rows, _symbols_asked, _unshifted, answers_what_is_asked, Cell, cjk_numbers,
-                              document_scope, focus, form_lines, LAST, asked_column, asked_row, labelled_rows, scope_only_terms, scope_parts,
-                              shortest_clause, table_cell, terms, without_answer_form)
+from tasks.qa.extract import (_cell_by_value, _rows, _symbols_asked, _unshifted, answers_what_is_asked, Cell,
+                              cjk_numbers, document_scope, focus, form_lines, LAST, asked_column, asked_row,
+                              labelled_rows, scope_only_terms, scope_parts, shortest_clause, table_cell, terms,
+                              without_answer_form)
 from tasks.qa.types import Candidate
 from tests.test_golden import chunks_of
 
@@ -734,6 +735,22 @@ def test_a_charts_data_answers_as_a_table(tables):
         == "Category 7 — Series 5: 1.8"
     bars = " | 系列 1 | 系列 2 | 系列 3\n类别 1 | 4.3 | 2.4 | 2\n类别 2 | 2.5 | 4.4 | 2\n类别 3 | 3.5 | 1.8 | 3\n类别 4 | 4.5 | 2.8 | 5"
     assert table_cell("In Chart 2 (an easy bar chart), what is the value of 系列 2 for 类别 4?", bars).value == "2.8"
+
+
+def test_a_cell_found_by_its_value_answers_with_its_column_or_its_row():
+    # the MinerU docx demo's Chart 1 and Chart 2, and the procurement sample's chart 1 (no category labels)
+    line = ("Chart 1: This is an easy line chart\n | Series 7 | Series 5 | Series 6\nCategory 5 | 4.3 | 2.4 | 2\n"
+            "Category 6 | 2.5 | 4.4 | 2\nCategory 7 | 3.5 | 1.8 | 3\nCategory 8 | 4.5 | 2.8 | 5")
+    assert table_cell("MinerU DOCX示例文档的折线图“Chart 1: This is an easy line chart”中，Category 8 这一行里数值为 5 的是哪个系列？",
+                      line).text == "Category 8 — Series 6: 5"
+    assert table_cell("In the MinerU DOCX demo's Chart 1 (the easy line chart), for which category does Series 6 have "
+                      "the value 3?", line).text == "Category 7 — Series 6: 3"
+    unlabelled = " | Series 4 | Series 5 | Series 8\n | 4.3 | 2.4 | 2\n | 2.5 | 4.4 | 2\n | 3.5 | 1.8 | 3\n | 4.5 | 2.8 | 5"
+    assert table_cell("政府采购合同示例文档的“图表 1”中，最后一行数据里数值为5的是哪个系列？", unlabelled).text == "#4 — Series 8: 5"
+    bars = " | 系列 1 | 系列 2 | 系列 3\n类别 1 | 4.3 | 2.4 | 2\n类别 2 | 2.5 | 4.4 | 2\n类别 3 | 3.5 | 1.8 | 3\n类别 4 | 4.5 | 2.8 | 5"
+    assert table_cell("在MinerU的DOCX演示文档里那张简单柱状图（Chart 2）上，类别 4 取值最大的系列是哪一个？", bars).header == "系列 3"
+    # a value two cells of the named column hold finds no one cell
+    assert _cell_by_value("For which category does Series 6 have the value 2 in Chart 1?", line) is None
 
 
 def test_a_question_asking_for_the_nth_item_takes_that_item():
