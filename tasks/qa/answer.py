@@ -269,8 +269,11 @@ _COUNTED = re.compile(rf"^\s*(?:SM[0-9]+\s+|[•·*–-]\s*)?(?:the\s+)?({'|'.jo
 
 def item_number(unit: str) -> int | None:
     """The number of the list item a unit quotes ("…下列条件: (二) 熟悉…" → 2, "3. Network …" → 3, "The second
-    fundamental is …" → 2), or None."""
-    m = _ITEM_NUMBER.search(unit)
+    fundamental is …" → 2), or None; an item quoted with its list's opening line, itself an item of an outer list,
+    is the inner one ("7. 安全要素和评价专项，…应提供以下信息： 2. 现行安全标准和实践清单" → 2)."""
+    found = list(_ITEM_NUMBER.finditer(unit))
+    m = next((m for m in reversed(found) if m.group()[:1] in ":：" or unit[:m.start()].rstrip().endswith((":", "："))),
+             found[0] if found else None)
     if m:
         return ordinal_number(m.group(1) or m.group(2))
     m = _COUNTED.match(unit)
@@ -1397,7 +1400,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     labelled = re.compile(rf"{named}\s*(?:[:：]|(?:是|系)?指(?!出))\s*\S"
                           rf"|^\s*{named}\s+[^，。,;；:：]{{1,{GLOSSARY_MAX_CHARS}}}$") if len(named) >= 2 else None
     after_anchor = _after_anchor(question, units)
-    aside = _set_aside(question, context)
+    aside, set_aside = _set_aside(question, context), set()  # (and the units stating it)
     in_script = _script_asked(question)
     codes, sections = _codes_written(question), _sections_written(question)
     cited = _cited_entry(question)
@@ -1438,6 +1441,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             hit += GLOSS_WEIGHT * (bigram_share(said) + word_share((said_words & qw) - found_words)) / 2
         if aside and shared - naming_only - subject <= aside:
             hit *= 0.5  # it states what the question sets aside ("公民在法律面前一律平等" of "besides … equal before the law")
+            set_aside.add(i)
         if in_script is not None and not in_script(unit):
             hit *= OTHER_SCRIPT_SHARE
         if i in other_articles or order in other_tables:
@@ -1514,9 +1518,11 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     after = units[best + 1] if best + 1 < len(units) and units[best].sentence and units[best + 1].sentence \
         and units[best + 1].order == units[best].order else None
     if len(picked) == 1 and after is not None \
-            and len(words(_ARTICLE.sub("", units[best].text)) - words(glossed)) <= PREMISE_NEW_WORDS:
+            and (len(words(_ARTICLE.sub("", units[best].text)) - words(glossed)) <= PREMISE_NEW_WORDS
+                 or best in set_aside):
         # the best sentence is the question's own premise ("设立居住权的，应当向登记机构申请居住权登记。" of "设立居住权应当
-        # 向登记机构申请居住权登记，居住权自什么时候设立？"): what it asks follows it
+        # 向登记机构申请居住权登记，居住权自什么时候设立？"), or what it sets aside ("besides the rule that trials are held in
+        # public": "人民法院审理案件，…一律公开进行。"): what it asks follows it
         picked.append((after.text[:MAX_SENTENCE_CHARS], after.chunk_id))
     elif len(picked) == 1 and after is not None:
         # the sentence after the best holds what the question names as asked far more than the best does ("标准放电是在

@@ -103,7 +103,7 @@ _CITATION = re.compile(r"\s*\[[0-9]+(?:\s*[,，–-]\s*[0-9]+)*\]")
 # same period last year", "比上年同期增长了多少"): the column comparing with the base answers, not the base's
 _CHANGE_WORDS = (r"\bchange|\bincreas|\bdecreas|\bgr[eo]w|\bdrop|\brise\b|\brose\b|\bfell\b|\bfall\b|\bdeclin|\bjump|\bclimb"
                  r"|增减|增长|下降|减少|增加|变动|变化|涨|跌|上升|增幅|降幅")
-_BASE_WORDS = r"\bcompared (?:with|to)\b|\bthan\b|\bversus\b|\bvs\b|\bfrom\b|比|较"
+_BASE_WORDS = r"\bcompared (?:with|to)\b|\bthan\b|\bversus\b|\bvs\b|\bfrom\b|比(?!亚迪|例|率|重)|较"  # (比亚迪 is a name)
 _ASKS_CHANGE = re.compile(rf"(?:\bby (?:what|how much)\b|{_CHANGE_WORDS}).*?(?:{_BASE_WORDS}|\bover\b|\bbetween\b)"
                           rf"|(?:{_BASE_WORDS}).*?(?:{_CHANGE_WORDS})", re.IGNORECASE)
 _CHANGE_HEADER = re.compile(r"增减|变动|变化|增长|同比|环比|%|\bchange\b|\bgrowth\b|\byoy\b", re.IGNORECASE)
@@ -113,6 +113,10 @@ _CHANGE_COLUMN = re.compile(r"增减|变动率|变化率|增长率|同比|环比
 _ASKS_ANY_CHANGE = re.compile(rf"{_CHANGE_WORDS}|同比|\byoy\b|year[ -]on[ -]year|\+\s*/\s*-", re.IGNORECASE)
 _YEARISH = re.compile(r"(?:19|20)[0-9]{2}|本期|上期|同期|年初|期初|期末")  # a change column naming its base
 _SUB_ITEM = re.compile(r"^\s*(?:其中|加|减)\s*[:：]\s*")  # a financial statement's sub-item marker
+# a statement's item number ("5.所得税影响", "（一）不能重分类…", "六、其他综合收益…"): no part of the label a question writes
+_ITEM_PREFIX = re.compile(r"^\s*(?:[（(][一二三四五六七八九十0-9]{1,3}[)）]|[一二三四五六七八九十]{1,3}、|[0-9]{1,2}[.．、](?![0-9]))\s*")
+_GROUP_ITEM = re.compile(r"^\s*(?:[（(][一二三四五六七八九十]{1,3}[)）]|[一二三四五六七八九十]{1,3}、)")  # "（一）…": its items follow
+_NUMBERED_SUB_ITEM = re.compile(r"^\s*[0-9]{1,2}[.．、](?![0-9])")  # "5.所得税影响"
 # a row's own number asked ("这一行的编号（No.）", "which item number"): its numbering cell answers, as a column named
 # by a term or two would (a header the question names more fully wins)
 _ASKS_NUMBERING = re.compile(r"编号|序号|\bitem number\b|\bNo\.|\brow number\b", re.IGNORECASE)
@@ -584,9 +588,9 @@ def _years(numbers: set[str]) -> set[str]:
 # the periods of Chinese financial statements go by several names: a question's "上年同期" is a cash flow
 # statement's "上期发生额", its "期初" a balance sheet's "上年度末"; an English question's "at the end of the previous
 # year" is 上年度末 (a dictionary reads its words one by one: "previous year" 上年, not the end of it)
-PERIOD_NAMES = (("本期", "本报告期", "本期发生额", "本期金额"),
+PERIOD_NAMES = (("本期", "本报告期", "本期发生额", "本期金额", "current period"),
                 ("上年同期", "上期", "上期发生额", "上期金额", "same period last year", "same period of last year",
-                 "same period of the previous year"),
+                 "same period of the previous year", "comparative period", "previous period", "prior period"),
                 ("期末", "期末余额", "本报告期末", "end of the reporting period", "end of the period", "closing balance"),
                 ("期初", "期初余额", "上年度末", "上年末", "年初余额", "年初", "end of the previous year",
                  "end of last year", "beginning of the year", "start of the year", "opening balance"))
@@ -1064,6 +1068,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
     paths = {row[0] for row, _ in rows[1:] if row and _FILE_PATH.fullmatch(row[0].strip())
              and _writes(asked, _plain(row[0]))}
     for block_headers, data in _blocks(rows):
+        group_written = None  # the row score of the group item ("（一）…") the question writes out, while its items follow
         # a block with a column saying the opposite of what is asked is the other table ("前10名无限售条件
         # 股东持股情况" for 有限售条件股份): none of its columns is named
         other_table = any(_opposite(h, question) for h in block_headers)
@@ -1184,6 +1189,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
             # (a label of the document's own name writes no row out, "CC-SAM" in the CC-SAM paper, but a path is
             # one: "zh_pdf/prc_constitution.pdf" names its row of a file list, whatever document it names)
             written_name = name.rsplit(None, 1)[0] if _changes_row(name) else name  # the row above's label
+            written_name = _ITEM_PREFIX.sub("", written_name) or written_name
             written = (len(_plain(written_name)) >= 2 and _writes(asked, _plain(written_name), column_named)
                        and (bool(terms(name) - subject) or len(terms(name)) >= PATH_LABEL_TERMS)) or \
                 (len(label_numbers) >= 2 and label_numbers <= asked_numbers and not _HAS_LETTERS.search(name)
@@ -1191,7 +1197,13 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
                 or bool(quoted) or at_place or numbered
             if written:
                 # the row of what is asked beats a row the question names as its setting ("财务费用项下的利息费用")
-                row_score += 1.0 + FOCUS_ROW_BONUS * (_plain(name) in asked_about)
+                row_score += 1.0 + FOCUS_ROW_BONUS * (_plain(written_name) in asked_about)
+            if _GROUP_ITEM.match(name):
+                group_written = row_score if written else None
+            elif written and group_written is not None and _NUMBERED_SUB_ITEM.match(name):
+                # an item of the group the question writes out too is what it asks ("“不能重分类进损益的其他综合收益”项下
+                # 的所得税影响": "5.所得税影响", not "（一）不能重分类…")
+                row_score = max(row_score, group_written + GROUP_TIE_WEIGHT)
             # a number naming the row too ("20" of "15℃≤T<20℃", not the 10 of "-10℃≤T<-5℃") may be the
             # question's way to name the row only: its step "20%" is a weaker sign of the condition asked
             if conditioned:

@@ -1172,6 +1172,16 @@ def test_a_sentence_stating_only_what_the_question_sets_aside_is_not_its_answer(
     assert "一律平等" in extractive_answer("宪法第三十三条规定公民在法律面前怎样？", ctx, S).text
 
 
+def test_what_follows_the_sentence_set_aside_answers():
+    # the Constitution's article 125 states the rule set aside, then the right asked
+    trials = _chunk("prc_constitution.pdf_47", "第一百二十五条 人民法院审理案件，除法律规定的特别情况外，一律公开进行。"
+                    "被告人有权获得辩护。", "text")
+    question = ("Under Article 125 of the PRC Constitution, besides the rule that trials are held in public, what right "
+                "does the accused have? Give the Chinese wording.")
+    answer = extractive_answer(question, _context((trials, 0.9)), S)
+    assert answer.text.startswith("第一百二十五条 人民法院审理案件") and "被告人有权获得辩护。" in answer.text
+
+
 def test_a_best_sentence_the_question_restates_is_quoted_with_the_sentence_after_it():
     # the Civil Code's article 368: the question builds on its second sentence and asks what the third says
     article = _chunk("civil.pdf_83", "第三百六十八条 居住权无偿设立，但是当事人另有约定的除外。设立居住权的，应当向登记机构申请"

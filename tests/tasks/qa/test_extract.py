@@ -117,6 +117,9 @@ def test_an_explanation_asked_is_the_column_of_reasons(tables):
                 "the 损益表 variance table of its first-quarter report offer?")
     assert table_cell(question, variance.content).text == "税金及附加 — 变动原因: 主要是新能源汽车业务增长所致"
     assert table_cell("比亚迪一季报中财务费用为什么变动？", variance.content).header == "变动原因"
+    # the 比 of 比亚迪 compares with nothing: the year's column is asked, not the change's
+    assert table_cell("比亚迪一季报的损益表项目变动表里，2024年1-3月那一栏的管理费用是多少元？", variance.content).header \
+        == "2024年1-3月"
 
 
 def test_a_level_is_no_answer_to_a_change_asked():
@@ -263,6 +266,20 @@ def test_a_maximum_or_a_range_in_mass_percent_asks_a_number_not_the_balance():
     question = "For the beta titanium alloy TB8 in GB/T 3620.1-2016, what is the maximum oxygen content allowed?"
     assert table_cell(question, table).value == "0.17"
     assert answers_what_is_asked("What niobium content range, in mass %, does TB8 have?")("2.4~ 3.2")
+
+
+def test_an_item_under_a_group_both_named_is_the_item(tables):
+    # BYD's income statement: "5.所得税影响" is an item of "（一）不能重分类进损益的其他综合收益"; the question writes out both
+    (statement,) = [c for c in tables["byd_2025q1_quarterly_report"] if "5.所得税影响" in c.content]
+    cell = table_cell("比亚迪2025年一季度合并利润表中，“不能重分类进损益的其他综合收益”项下的所得税影响，本期发生额是多少元？",
+                      statement.content)
+    assert (cell.label, cell.header, cell.value) == ("5.所得税影响", "本期发生额", "78,305,000.00")
+    # the group asked alone is its own row; "the comparative period" is the statement's 上期
+    assert table_cell("比亚迪2025年一季度合并利润表中，不能重分类进损益的其他综合收益本期发生额是多少元？", statement.content).label \
+        == "（一）不能重分类进损益的其他综合收益"
+    comparative = table_cell("What income-tax effect (所得税影响) does BYD's Q1 2025 consolidated income statement show "
+                             "for the comparative period?", statement.content, glosses="所得税 利润表 影响 合并")
+    assert comparative.value == "89,856,000.00"
 
 
 def test_balance_sheet_cell_by_row_and_column(tables):
@@ -751,6 +768,13 @@ def test_a_cell_found_by_its_value_answers_with_its_column_or_its_row():
     assert table_cell("在MinerU的DOCX演示文档里那张简单柱状图（Chart 2）上，类别 4 取值最大的系列是哪一个？", bars).header == "系列 3"
     # a value two cells of the named column hold finds no one cell
     assert _cell_by_value("For which category does Series 6 have the value 2 in Chart 1?", line) is None
+
+
+def test_an_item_quoted_with_its_lists_opening_line_is_the_inner_item():
+    # the PSR draft's Appendix B: outer item 7 opens a list of its own; its items are no seventh of anything
+    assert item_number("7. 安全要素和评价专项，每个安全要素/评价专项应提供以下信息： 2. 现行安全标准和实践清单") == 2
+    assert item_number("7. 安全要素和评价专项，每个安全要素/评价专项应提供以下信息：(三)评价范围") == 3
+    assert item_number("7. 安全要素和评价专项") == 7 and item_number("(一) 熟悉 (三) 坚持") == 1
 
 
 def test_a_question_asking_for_the_nth_item_takes_that_item():
