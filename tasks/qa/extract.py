@@ -866,7 +866,13 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
 # exactly the items the question lists ("which receiving safety factor takes input from exactly SF1, SF5 and SF11",
 # "恰好只从SF1、SF2、SF6…接受输入"), or at all the others ("provides input to all 13 other safety factors")
 _MARKS = frozenset("×✓√✔●Xx")
-_ASKS_EXACTLY = re.compile(r"\bexactly\b|\bonly\b|恰好|只[从有对向给]|仅", re.IGNORECASE)
+_ASKS_EXACTLY = re.compile(r"\bexactly\b|\bonly\b|恰好|只[从有对向给被]|仅|此外不|\b(?:and|but) (?:to |from )?no other",
+                           re.IGNORECASE)
+# a run of items written as a range ("SF1至SF11", "SF1 through SF11"), and the items a question says are not marked
+# ("却不接受SF13和SF14的输入", "but from neither SF13 nor SF14"): with a range, the items marked are exactly those asked
+_ITEM_RANGE = re.compile(r"(?<![a-z0-9])([a-z]+)\s*([0-9]{1,3})\s*(?:至|到|~|～|–|—|-|\bthrough\b|\bto\b)\s*\1?\s*([0-9]{1,3})"
+                         r"(?![0-9])", re.IGNORECASE)
+_NOT_MARKED = re.compile(r"不接受|不向|不为|不提供|却不|而不|\bneither\b|\bnor\b|\bbut not\b", re.IGNORECASE)
 _ASKS_ALL_OTHERS = re.compile(r"\ball\s+(?:[0-9]+\s+)?(?:of\s+the\s+)?other|\bevery other\b|其余全部|其他全部|其余所有|其他所有",
                               re.IGNORECASE)
 _EXCEPT = re.compile(r"\bexcept\b|\bbut one\b|除了?|以外|之外", re.IGNORECASE)
@@ -906,18 +912,28 @@ def _matrix_cell(question: str, content: str, glosses: str) -> Cell | None:
     every other item, as a cell: its label, what it is marked at; or the one item the item written out is not marked
     at. When a row and a column both are, the one whose group label the question's terms (its glosses too) name
     more ("接受输入的安全要素": a row); None when that leaves more than one."""
+    asked = unicodedata.normalize("NFKC", question).lower()  # (spaces kept: "exactly SF1, SF3 and SF11")
+    ranges = list(_ITEM_RANGE.finditer(asked))
+    not_marked = _NOT_MARKED.search(asked)
     except_one = bool(_ASKS_EXCEPT_ONE.search(question))
-    exactly, all_others = bool(_ASKS_EXACTLY.search(question)), bool(_ASKS_ALL_OTHERS.search(question))
-    if not (exactly or all_others or except_one) or (_EXCEPT.search(question) and not except_one):
+    exactly = bool(_ASKS_EXACTLY.search(question)) or bool(ranges and not_marked)
+    all_others = bool(_ASKS_ALL_OTHERS.search(question))
+    # "every other factor except SF12, SF13 and SF14": all the others but the items written
+    all_but = all_others and bool(_EXCEPT.search(question)) and not except_one
+    if not (exactly or all_others or except_one) or (_EXCEPT.search(question) and not (except_one or all_but)):
         return None
     found = _matrix(content)
     if found is None:
         return None
     row_group, column_group, marked, by_column = found
     q = set(terms(f"{question} {glosses}"))
-    asked = unicodedata.normalize("NFKC", question).lower()  # (spaces kept: "exactly SF1, SF3 and SF11")
-    written = {item for item in (*marked, *by_column)
-               if re.search(rf"(?<![a-z0-9]){re.escape(_plain(item))}(?![a-z0-9])", asked)}
+    spans = {item: [m.start() for m in re.finditer(rf"(?<![a-z0-9]){re.escape(_plain(item))}(?![a-z0-9])", asked)]
+             for item in (*marked, *by_column)}
+    in_range = {item for item in spans for m in ranges if _plain(item) in
+                {f"{m.group(1)}{n}" for n in range(int(m.group(2)), int(m.group(3)) + 1)}}
+    # (an item written only after "却不", "neither" is one the answer is not marked at)
+    written = {item for item, at in spans.items() if any(not not_marked or a < not_marked.start() for a in at)} \
+        | in_range
     hits = []
     for group, other, lines, others in ((row_group, column_group, marked, set(by_column)),
                                         (column_group, row_group, by_column, set(marked))):
@@ -927,8 +943,9 @@ def _matrix_cell(question: str, content: str, glosses: str) -> Cell | None:
                 if written == {label} and len(missing) == 1:  # the one item is on the other axis
                     hits.append((named(group, q), other, f"{group} {label}", missing.pop(), {"—"}))
                 continue
-            every_other = items == others - {label} and label not in written
-            if items and (items == written - {label} if exactly else every_other):
+            every_other = items == others - {label} - (written if all_but else set()) and label not in written
+            # (a range's own items are not what is asked: SF11's row is SF1 to SF10)
+            if items and (items == written - {label} and not (ranges and label in in_range) if exactly else every_other):
                 hits.append((named(group, q), group, other, label, items))
     best = max((hit[0] for hit in hits), default=0.0)
     top = [hit for hit in hits if hit[0] == best]

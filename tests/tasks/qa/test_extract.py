@@ -200,6 +200,18 @@ def test_a_matrix_of_marks_answers_which_row_or_column_is_marked_at_the_items_as
                  glosses="提供 输入 接受 安全 要素")[0] == "接受输入的安全要素 SF10"
     # no row or column marked at exactly these: an ordinary cell, not a list of marks
     assert "、" not in asked("附录A中，哪个接受输入的安全要素只从SF1和SF2接受输入？")[1]
+    # a range with the items left out ("SF1至SF11 …却不接受SF13和SF14"): exactly the range, none of its own rows
+    assert asked("附录A安全要素关联矩阵里，哪个接受输入的安全要素从SF1至SF11全部接受输入，却不接受SF13和SF14的输入？")[0] \
+        == "接受输入的安全要素 SF12"
+    assert asked("Which receiving safety factor takes input from every factor SF1 through SF11 but from neither SF13 "
+                 "nor SF14?", glosses="接受 输入 安全 要素")[0] == "接受输入的安全要素 SF12"
+    # every other item but those written; "只被", "此外不" ask exactly the items written
+    assert asked("Which receiving safety factor in the Appendix A correlation matrix gets input from every other "
+                 "factor except SF12, SF13 and SF14?", glosses="接受 输入 安全 要素")[0] == "接受输入的安全要素 SF4"
+    assert asked("附录A里，哪个安全要素的评价结果只被SF1、SF5、SF6、SF7、SF8、SF10、SF11这七个要素用作输入？")[0] \
+        == "提供输入的安全要素 SF12"
+    assert asked("附录A矩阵按列看，为SF1、SF3、SF4、SF6、SF8、SF11、SF12、SF13提供评价输入、此外不向其他要素提供输入的是哪个安全要素？")[0] \
+        == "提供输入的安全要素 SF7"
 
 
 @pytest.fixture(scope="module")
