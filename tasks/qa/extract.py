@@ -850,6 +850,9 @@ def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(
     ("收盘价5.6元那一行" of rows all labelled 优于大市; not "the column holding 50, 150, 200", held by three rows);
     a cell the question finds by its value in a row or column it names answers with its header or label."""
     cell = _cell_by_value(question, content) or _cell(question, content, subject, glosses)
+    if cell is not None and cell.value.strip() in _MARKS and _matrix(content) is not None \
+            and not _writes(_plain(question), _plain(cell.header.split()[-1] if cell.header.strip() else "")):
+        return None  # a mark of a matrix answers only whether its row and column meet, both written out
     if cell is not None:
         return cell
     rows = _rows(content)

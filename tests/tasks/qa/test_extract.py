@@ -200,6 +200,9 @@ def test_a_matrix_of_marks_answers_which_row_or_column_is_marked_at_the_items_as
                  glosses="提供 输入 接受 安全 要素")[0] == "接受输入的安全要素 SF10"
     # no row or column marked at exactly these: an ordinary cell, not a list of marks
     assert "、" not in asked("附录A中，哪个接受输入的安全要素只从SF1和SF2接受输入？")[1]
+    # a mark answers only whether a row and a column both written meet, not what a row is called
+    assert table_cell("Which safety factor is designated SF7?", correlation_matrix) is None
+    assert table_cell("附录A中，接受输入的SF7是否从SF2接受输入？", correlation_matrix).value == "×"
     # a range with the items left out ("SF1至SF11 …却不接受SF13和SF14"): exactly the range, none of its own rows
     assert asked("附录A安全要素关联矩阵里，哪个接受输入的安全要素从SF1至SF11全部接受输入，却不接受SF13和SF14的输入？")[0] \
         == "接受输入的安全要素 SF12"
