@@ -117,6 +117,10 @@ FOCUS_TERMS_MORE = 2  # the sentence after the best holding this many more of th
 GRIDS = (TABLE, CHART)  # chunks whose content is " | " rows: a table, a chart's data
 ORDINAL_BONUS = 0.2  # a list item whose number the question asks for ("第三个条件", "the second requirement")
 MEASURE_BONUS = 0.1  # a sentence holding a number of the measure asked ("71天" of "增加了多少天")
+# a unit writing the Chinese term an English question gives in brackets ("human factors (人因)"): the asker's own
+# name for what the question is about, which glosses of its English words only guess at
+BRACKETED_TERM_BONUS = 0.05
+_BRACKETED_CJK = re.compile(r"[（(]([\u4e00-\u9fff]{2,12})[)）]")
 
 
 @dataclass
@@ -1401,6 +1405,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
                           rf"|^\s*{named}\s+[^，。,;；:：]{{1,{GLOSSARY_MAX_CHARS}}}$") if len(named) >= 2 else None
     after_anchor = _after_anchor(question, units)
     aside, set_aside = _set_aside(question, context), set()  # (and the units stating it)
+    bracketed = _BRACKETED_CJK.findall(question) if english else []
     in_script = _script_asked(question)
     codes, sections = _codes_written(question), _sections_written(question)
     cited = _cited_entry(question)
@@ -1459,6 +1464,8 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             hit += ORDINAL_BONUS
         if measured is not None and sentence and measured.search(unit):
             hit += MEASURE_BONUS
+        if bracketed and any(term in unit for term in bracketed):
+            hit += BRACKETED_TERM_BONUS
         if i in after_anchor:
             hit += after_anchor[i]
         hit = hit * 0.25 if bonus < 0 else hit + bonus  # a restated question holds every term: a quarter

@@ -1172,6 +1172,19 @@ def test_a_sentence_stating_only_what_the_question_sets_aside_is_not_its_answer(
     assert "一律平等" in extractive_answer("宪法第三十三条规定公民在法律面前怎样？", ctx, S).text
 
 
+def test_the_chinese_term_an_english_question_gives_in_brackets_names_its_unit(tmp_path):
+    # the PSR Part 1 draft's first chunks as MinerU lands them: the naming phrase's glosses (定期 安全 评价 核电厂)
+    # match sentence after sentence; the asker's own word, 人因, is what the question is about
+    from schemas.settings import load_settings
+    from tests.test_golden import chunks_of
+
+    chunks = chunks_of("nbt_npp_psr_part1_custom_headings", load_settings(tmp_path))[:20]
+    question = ("In the draft NB/T standard 'Periodic safety review for nuclear power plants — Part 1: General "
+                "Requirements', which safety-factor code is assigned to human factors (人因)?")
+    answer = extractive_answer(question, _context(*[(c, 0.9 - 0.01 * i) for i, c in enumerate(chunks)]), S)
+    assert "人因" in answer.text
+
+
 def test_what_follows_the_sentence_set_aside_answers():
     # the Constitution's article 125 states the rule set aside, then the right asked
     trials = _chunk("prc_constitution.pdf_47", "第一百二十五条 人民法院审理案件，除法律规定的特别情况外，一律公开进行。"
