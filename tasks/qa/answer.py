@@ -301,7 +301,8 @@ def unwrap_lines(text: str) -> str:
     return "\n".join(out)
 
 
-_BARE_NUMBER = re.compile(r"^[0-9]{1,2}(?:\.[0-9]{1,2})*[.．]$")  # "1." or "2.3.3." of "2.3.3. Network Constraints", split off
+# "1." of "1. Hardware constraints", "2.3.3." of "2.3.3. Network Constraints": split off as a sentence
+_BARE_NUMBER = re.compile(r"^[0-9]{1,2}(?:\.[0-9]{1,2})*[.．]$")
 
 
 # an entry of a reference list, APA ("Chen, X., & Dubois, M. (2023). Mitigating …. Urban Hover-Transit

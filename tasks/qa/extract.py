@@ -101,8 +101,8 @@ _ASKS_RATIO = re.compile(r"(?<![功频速])率|比例|占比|百分比|percent|\
 _CITATION = re.compile(r"\s*\[[0-9]+(?:\s*[,，–-]\s*[0-9]+)*\]")
 # a question asking how much something changed against a base ("by what percentage did … change compared with the
 # same period last year", "比上年同期增长了多少"): the column comparing with the base answers, not the base's
-_CHANGE_WORDS = (r"\bchange|\bincreas|\bdecreas|\bgr[eo]w|\bdrop|\brise\b|\brose\b|\bfell\b|\bfall\b|\bdeclin|\bjump|\bclimb"
-                 r"|增减|增长|下降|减少|增加|变动|变化|涨|跌|上升|增幅|降幅")
+_CHANGE_WORDS = (r"\bchange|\bincreas|\bdecreas|\bgr[eo]w|\bdrop|\brise\b|\brose\b|\bfell\b|\bfall\b|\bdeclin"
+                 r"|\bjump|\bclimb|增减|增长|下降|减少|增加|变动|变化|涨|跌|上升|增幅|降幅")
 _BASE_WORDS = r"\bcompared (?:with|to)\b|\bthan\b|\bversus\b|\bvs\b|\bfrom\b|比(?!亚迪|例|率|重)|较"  # (比亚迪 is a name)
 _ASKS_CHANGE = re.compile(rf"(?:\bby (?:what|how much)\b|{_CHANGE_WORDS}).*?(?:{_BASE_WORDS}|\bover\b|\bbetween\b)"
                           rf"|(?:{_BASE_WORDS}).*?(?:{_CHANGE_WORDS})", re.IGNORECASE)
@@ -873,8 +873,8 @@ _ASKS_EXACTLY = re.compile(r"\bexactly\b|\bonly\b|恰好|只[从有对向给被]
                            re.IGNORECASE)
 # a run of items written as a range ("SF1至SF11", "SF1 through SF11"), and the items a question says are not marked
 # ("却不接受SF13和SF14的输入", "but from neither SF13 nor SF14"): with a range, the items marked are exactly those asked
-_ITEM_RANGE = re.compile(r"(?<![a-z0-9])([a-z]+)\s*([0-9]{1,3})\s*(?:至|到|~|～|–|—|-|\bthrough\b|\bto\b)\s*\1?\s*([0-9]{1,3})"
-                         r"(?![0-9])", re.IGNORECASE)
+_ITEM_RANGE = re.compile(r"(?<![a-z0-9])([a-z]+)\s*([0-9]{1,3})\s*(?:至|到|~|～|–|—|-|\bthrough\b|\bto\b)"
+                         r"\s*\1?\s*([0-9]{1,3})(?![0-9])", re.IGNORECASE)
 _NOT_MARKED = re.compile(r"不接受|不向|不为|不提供|却不|而不|\bneither\b|\bnor\b|\bbut not\b", re.IGNORECASE)
 _ASKS_ALL_OTHERS = re.compile(r"\ball\s+(?:[0-9]+\s+)?(?:of\s+the\s+)?other|\bevery other\b|其余全部|其他全部|其余所有|其他所有",
                               re.IGNORECASE)
@@ -948,7 +948,8 @@ def _matrix_cell(question: str, content: str, glosses: str) -> Cell | None:
                 continue
             every_other = items == others - {label} - (written if all_but else set()) and label not in written
             # (a range's own items are not what is asked: SF11's row is SF1 to SF10)
-            if items and (items == written - {label} and not (ranges and label in in_range) if exactly else every_other):
+            exact = items == written - {label} and not (ranges and label in in_range)
+            if items and (exact if exactly else every_other):
                 hits.append((named(group, q), group, other, label, items))
     best = max((hit[0] for hit in hits), default=0.0)
     top = [hit for hit in hits if hit[0] == best]

@@ -1189,8 +1189,8 @@ def test_what_follows_the_sentence_set_aside_answers():
     # the Constitution's article 125 states the rule set aside, then the right asked
     trials = _chunk("prc_constitution.pdf_47", "第一百二十五条 人民法院审理案件，除法律规定的特别情况外，一律公开进行。"
                     "被告人有权获得辩护。", "text")
-    question = ("Under Article 125 of the PRC Constitution, besides the rule that trials are held in public, what right "
-                "does the accused have? Give the Chinese wording.")
+    question = ("Under Article 125 of the PRC Constitution, besides the rule that trials are held in public, what "
+                "right does the accused have? Give the Chinese wording.")
     answer = extractive_answer(question, _context((trials, 0.9)), S)
     assert answer.text.startswith("第一百二十五条 人民法院审理案件") and "被告人有权获得辩护。" in answer.text
 

@@ -777,9 +777,11 @@ def test_a_cell_found_by_its_value_answers_with_its_column_or_its_row():
                       line).text == "Category 8 — Series 6: 5"
     assert table_cell("In the MinerU DOCX demo's Chart 1 (the easy line chart), for which category does Series 6 have "
                       "the value 3?", line).text == "Category 7 — Series 6: 3"
-    unlabelled = " | Series 4 | Series 5 | Series 8\n | 4.3 | 2.4 | 2\n | 2.5 | 4.4 | 2\n | 3.5 | 1.8 | 3\n | 4.5 | 2.8 | 5"
+    unlabelled = (" | Series 4 | Series 5 | Series 8\n | 4.3 | 2.4 | 2\n | 2.5 | 4.4 | 2\n | 3.5 | 1.8 | 3\n"
+                  " | 4.5 | 2.8 | 5")
     assert table_cell("政府采购合同示例文档的“图表 1”中，最后一行数据里数值为5的是哪个系列？", unlabelled).text == "#4 — Series 8: 5"
-    bars = " | 系列 1 | 系列 2 | 系列 3\n类别 1 | 4.3 | 2.4 | 2\n类别 2 | 2.5 | 4.4 | 2\n类别 3 | 3.5 | 1.8 | 3\n类别 4 | 4.5 | 2.8 | 5"
+    bars = (" | 系列 1 | 系列 2 | 系列 3\n类别 1 | 4.3 | 2.4 | 2\n类别 2 | 2.5 | 4.4 | 2\n类别 3 | 3.5 | 1.8 | 3\n"
+            "类别 4 | 4.5 | 2.8 | 5")
     assert table_cell("在MinerU的DOCX演示文档里那张简单柱状图（Chart 2）上，类别 4 取值最大的系列是哪一个？", bars).header == "系列 3"
     # a value two cells of the named column hold finds no one cell
     assert _cell_by_value("For which category does Series 6 have the value 2 in Chart 1?", line) is None
@@ -1004,7 +1006,8 @@ def test_a_step_the_question_goes_to_beats_the_one_it_starts_from(tables):
 def test_an_outline_number_stays_with_its_heading():
     # docling's Markdown of the numbered-headers test document writes the numbers Word displays
     lines = sentences("2.3.2. Software Constraints\n2.3.3. Network Constraints\n2.3.8.1. First sub-item at this level")
-    assert lines == ["2.3.2. Software Constraints", "2.3.3. Network Constraints", "2.3.8.1. First sub-item at this level"]
+    assert lines == ["2.3.2. Software Constraints", "2.3.3. Network Constraints",
+                     "2.3.8.1. First sub-item at this level"]
 
 
 def test_a_standard_asked_is_another_than_the_one_the_question_names():
