@@ -928,7 +928,6 @@ _NUMBERED_PART = re.compile(rf"第\s*({_NUMERAL})\s*(部分|章|节|条)"
                             r"|\b(part|chapter|section|article)\s+([0-9]{1,4})\b", re.IGNORECASE)
 _PART_KINDS = {"part": "部分", "chapter": "章", "section": "节", "article": "条"}
 _PART_NAMES = {kind: name for name, kind in _PART_KINDS.items()}
-_NUMERAL_VALUES = {chinese_numeral(n): str(n) for n in range(1, 100)}  # "二十三" → "23"
 _ASKS_PART = re.compile(r"\b(?:what|which)\b[^,，?？]*\b(?:part|chapter|section|article) [0-9]+\b|名称", re.IGNORECASE)
 
 
@@ -949,10 +948,10 @@ def _part_asked(question: str) -> re.Pattern | None:
     chinese_way = rf"(?:^|(?<=[\s—\-–]))第\s*(?:{names})\s*{kind}\s*[:：]?\s*[^\s0-9]"
     # and the English way, opening the line ("Chapter 2. Roles and separation of duties 7"), not a mention in a
     # sentence ("… as described in Chapter 2")
-    digits = number if number.isdigit() else _NUMERAL_VALUES.get(number)
-    if digits is None or kind not in _PART_NAMES:
+    value = ordinal_number(number)  # ("二十三" → 23)
+    if value is None or value == LAST or kind not in _PART_NAMES:
         return re.compile(chinese_way)
-    return re.compile(rf"{chinese_way}|^{_PART_NAMES[kind]}\s+{digits}\b\s*[.:：]?\s*[^\s0-9.]", re.IGNORECASE)
+    return re.compile(rf"{chinese_way}|^{_PART_NAMES[kind]}\s+{value}\b\s*[.:：]?\s*[^\s0-9.]", re.IGNORECASE)
 
 
 # a question asking the number of a heading it quotes ("what section number does the 'Chart with caption' subsection

@@ -113,10 +113,13 @@ _CHANGE_COLUMN = re.compile(r"增减|变动率|变化率|增长率|同比|环比
 _ASKS_ANY_CHANGE = re.compile(rf"{_CHANGE_WORDS}|同比|\byoy\b|year[ -]on[ -]year|\+\s*/\s*-", re.IGNORECASE)
 _YEARISH = re.compile(r"(?:19|20)[0-9]{2}|本期|上期|同期|年初|期初|期末")  # a change column naming its base
 _SUB_ITEM = re.compile(r"^\s*(?:其中|加|减)\s*[:：]\s*")  # a financial statement's sub-item marker
-# a statement's item number ("5.所得税影响", "（一）不能重分类…", "六、其他综合收益…"): no part of the label a question writes
-_ITEM_PREFIX = re.compile(r"^\s*(?:[（(][一二三四五六七八九十0-9]{1,3}[)）]|[一二三四五六七八九十]{1,3}、|[0-9]{1,2}[.．、](?![0-9]))\s*")
-_GROUP_ITEM = re.compile(r"^\s*(?:[（(][一二三四五六七八九十]{1,3}[)）]|[一二三四五六七八九十]{1,3}、)")  # "（一）…": its items follow
-_NUMBERED_SUB_ITEM = re.compile(r"^\s*[0-9]{1,2}[.．、](?![0-9])")  # "5.所得税影响"
+# a statement's item numbers: a group's ("（一）不能重分类…", "六、其他综合收益…"), whose items follow it, and an item's
+# ("5.所得税影响"); none is part of the label a question writes
+_GROUP_NUMBER = r"[（(][一二三四五六七八九十]{1,3}[)）]|[一二三四五六七八九十]{1,3}、"
+_SUB_NUMBER = r"[0-9]{1,2}[.．、](?![0-9])"
+_GROUP_ITEM = re.compile(rf"^\s*(?:{_GROUP_NUMBER})")
+_NUMBERED_SUB_ITEM = re.compile(rf"^\s*{_SUB_NUMBER}")
+_ITEM_PREFIX = re.compile(rf"^\s*(?:{_GROUP_NUMBER}|[（(][0-9]{{1,3}}[)）]|{_SUB_NUMBER})\s*")
 # a row's own number asked ("这一行的编号（No.）", "which item number"): its numbering cell answers, as a column named
 # by a term or two would (a header the question names more fully wins)
 _ASKS_NUMBERING = re.compile(r"编号|序号|\bitem number\b|\bNo\.|\brow number\b", re.IGNORECASE)
