@@ -122,7 +122,7 @@ _NUMBERED_SUB_ITEM = re.compile(rf"^\s*{_SUB_NUMBER}")
 _ITEM_PREFIX = re.compile(rf"^\s*(?:{_GROUP_NUMBER}|[（(][0-9]{{1,3}}[)）]|{_SUB_NUMBER})\s*")
 # a row's own number asked ("这一行的编号（No.）", "which item number"): its numbering cell answers, as a column named
 # by a term or two would (a header the question names more fully wins)
-_ASKS_NUMBERING = re.compile(r"编号|序号|\bitem number\b|\bNo\.|\brow number\b", re.IGNORECASE)
+_ASKS_NUMBERING = re.compile(r"编号|序号|条目号|项号|\bitem number\b|\bNo\.|\brow number\b", re.IGNORECASE)
 NUMBERING_SCORE = 1.0
 FILE_EXTENSIONS = r"pdf|docx?|md|html?|txt|xlsx?|pptx?|csv|json"  # what a file a corpus lists is named with
 _FILE_PATH = re.compile(rf"[\w./-]*\w\.(?:{FILE_EXTENSIONS})", re.IGNORECASE)
@@ -1091,6 +1091,10 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
     # list asked, whatever words the other rows' cells share with the question (part 12's Chinese title)
     paths = {row[0] for row, _ in rows[1:] if row and _FILE_PATH.fullmatch(row[0].strip())
              and _writes(asked, _plain(row[0]))}
+    # so is a grade or code it writes out ("TA12 (not TA12-1)", "TC6"): another code's row shares only its parts
+    # ("ta", "12" and the "1" of "Table 1" name "TA12-1" as well as "TA12")
+    codes = {row[0] for row, _ in rows[1:] if row and _CODE_LABEL.match(_plain(row[0]))
+             and _writes(asked, _plain(row[0]))}
     for block_headers, data in _blocks(rows):
         group_written = None  # the row score of the group item ("（一）…") the question writes out, while its items follow
         # a block with a column saying the opposite of what is asked is the other table ("前10名无限售条件
@@ -1126,7 +1130,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
             if group is row:
                 continue  # a row group's own header names its columns: it answers nothing
             place += 1
-            if paths and row[0] not in paths:
+            if (paths and row[0] not in paths) or (codes and row[0] not in codes and _CODE_LABEL.match(_plain(row[0]))):
                 continue
             started = row_start is not None and _plain(row[0]) == row_start
             at_place = started or \
@@ -1315,6 +1319,7 @@ def _uncited(cell: str) -> str:
 # `_OCR_LOOKALIKES` and the 4 OCR reads as A, which an element symbol never holds
 _GRADE_LOOKALIKES = str.maketrans("104i", "loal")
 _GRADE = re.compile(r"^[a-z]{1,3}[0-9]|^[a-z]{2}a$")  # "ta12", "tc4eli"; "tca" as OCR read "TC4"
+_CODE_LABEL = re.compile(r"^[a-z]{1,3}[0-9]+[a-z0-9-]*$")  # a row labelled by a code alone: "ta12-1", "tc4eli"
 
 
 # what a question sets apart from what it asks names no row or column: "TA24-1, not TA24 itself",

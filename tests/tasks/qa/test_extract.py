@@ -1224,6 +1224,12 @@ def test_a_label_the_question_writes_only_as_the_start_of_a_longer_one_is_not_wr
                       "TA24-1 (Ti-3Al-2Mo-2Zr), the -1 variant rather than TA24 itself?", pair).value == "1.0~2.0"
     assert table_cell("GB/T 3620.1—2016表1（续）中，TA24-1（Ti-3Al-2Mo-2Zr，不是TA24本身）的钼（Mo）含量范围是多少？",
                       pair).value == "1.0~2.0"
+    # a grade written out asks no other grade's row: "TA12-1" holds every term of "TA12" and the "1" of "Table 1"
+    assert table_cell("What molybdenum (Mo) range, in mass %, does Table 1 of GB/T 3620.1-2016 set for the "
+                      "neodymium-bearing near-alpha alloy TA12 (not TA12-1)?", alloys, frozenset({"2016", "alloy"})
+                      ).value == "0.75~1.25"
+    assert table_cell("TC6这个α-β牌号名义上只含0.5Fe，按GB/T 3620.1—2016表3主要成分栏，铁实际允许的区间是多少？",
+                      TABLE_3_OCR).value == "0.2~0.7"
     # OCR read "TA7ELI" as "TA7E1I", "TC4" as "TCA"
     ocr = "牌号 | A1\nTA7 | 4.0~6.0\nTA7E1I | 4.50~5.75"
     assert table_cell("GB/T 3620.1—2016表1中，TA7ELI的铝（Al）含量范围是多少？", ocr).label == "TA7E1I"
@@ -1533,6 +1539,7 @@ def test_a_table_continued_from_the_page_before_has_no_header_and_its_numbers_ar
     item = table_cell("Which item number does the SVOLT 196Ah datasheet's BMS requirements table (section 4.1.5) "
                       "assign to charge time protection (充电时间过长保护)?", SVOLT_BMS)
     assert (item.header, item.value) == ("No.", "4.1.5.10")
+    assert table_cell("SVOLT电芯规格书电池管理系统要求表里，“充电时间过长保护”对应的条目号是多少？", SVOLT_BMS).value == "4.1.5.10"
 
 
 def test_a_value_the_question_writes_out_names_its_row_even_among_the_labels_cells():
