@@ -152,13 +152,16 @@ def assign_heading_levels(chunks: list[Chunk], rules: HeadingRules = HeadingRule
     else:
         ranked: dict[int, str | None] = {}
         toc_page: int | None = None
+        # a document without pages (Markdown, HTML, text) is one "page": its contents end at the next heading its
+        # markup marks ("## Contents" then "## Highlights"), as a PDF's end with their page
+        paged = len({c.page_start for c in chunks}) > 1
         for i, chunk in enumerate(chunks):
             if i == title:
                 continue
             text = strip_bold(chunk.content)
             if chunk.chunk_type not in (HEADING, TEXT) or not _heading_like(text, rules):
                 continue
-            if toc_page is not None and chunk.page_start != toc_page:
+            if toc_page is not None and (chunk.page_start != toc_page or (not paged and chunk.chunk_type == HEADING)):
                 toc_page = None  # a table of contents ends with its page
             if _squeeze(text) in TOC_WORDS:
                 toc_page = chunk.page_start

@@ -82,6 +82,24 @@ def test_table_of_contents_entries_are_not_headings():
     assert [c.chunk_type for c in chunks] == ["heading", "text", "text", "heading", "heading"]
 
 
+def test_contents_of_a_document_without_pages_end_at_its_next_heading(tmp_path):
+    # a Markdown file is one "page": "## Contents" (its entries a table) must not demote every "##" after it
+    from tasks.ingest.parse.text_reader import read_text_document
+    from tasks.ingest.content_list import normalize_parsed
+    from tests.conftest import DOCS
+
+    read_text_document(need(DOCS / "en" / "groundtruth" / "redp5110_sampled.md"), tmp_path, markdown=True)
+    chunks = assign_section_paths(assign_heading_levels(normalize_parsed(tmp_path).chunks))
+    headings = [c.content for c in chunks if c.chunk_type == "heading"]
+    assert "Contents" in headings and "1.2  Current state of IBM i security" in headings and "Preface" in headings
+    (body,) = [c for c in chunks if c.content.startswith("Many businesses are trying to limit data access")]
+    assert body.section_path.endswith("1.2  Current state of IBM i security")
+    # a PDF's contents still run to the end of their page, whatever its parser marks as headings there
+    paged = [H("目 录", 2), H("第一章 总则", 2), H("第一章 总则", 2, page=2), T("正文", page=2)]
+    assign_heading_levels(paged)
+    assert [c.chunk_type for c in paged] == ["heading", "text", "heading", "text"]
+
+
 def test_length_caps_and_sentence_endings_demote_to_body():
     rules = HeadingRules()
     long_h1 = "一、" + "很" * 40  # 42 CJK characters > 40
