@@ -64,6 +64,7 @@ class Context:
 
 
 HEADED_CHUNKS = 2  # a quoted heading's first chunks read
+LOW_TABLE_SHARE = 0.5  # of its section's best score: a table ranked below it waits for the other groups' hits
 # a quoted name ("标题“2 Section 2”下", "under the heading '2.2 Section 2.1'", 'Let's swim!' with its apostrophe)
 _QUOTED = re.compile(r"“([^”]{2,60})”|\"([^\"]{2,60})\"|「([^」]{2,60})」|(?<![\w'’])'(.{2,60}?)'(?!\w)")
 ROW_LABEL_MAX_CHARS = 20  # a line this short, alone right before a table, may label its rows ("0°C≤T<5°C")
@@ -340,7 +341,7 @@ def build_context(cands: Sequence[Candidate], settings: Settings) -> Context:
                 is_table = c.chunk.chunk_type == TABLE or \
                     ((c.source, c.chunk.chunk_index + 1) in tables and bool(row_label(c.chunk.content)))
                 cost = len(_line(c)) + 1
-                if is_table and cost > budget:
+                if is_table and (cost > budget or c.score < LOW_TABLE_SHARE * group_score):
                     past_budget.append((key, c, cost))
                 elif is_table or (cost <= budget and text_chunks < r.max_context_chunks):
                     took.append(c)
@@ -349,8 +350,9 @@ def build_context(cands: Sequence[Candidate], settings: Settings) -> Context:
             if took:
                 used = r.context_max_chars - budget
                 picked.setdefault(key, []).extend(took)
-        # a table past the budget is admitted whole after the tier's other groups, not before them (GB/T 3620.1's
-        # 8,839-character composition table, ranked 12th in the top hit's section, left no room for the hit)
+        # a table past the budget, or ranked far below its section's best hit, is admitted whole after the tier's other
+        # groups, not before them (GB/T 3620.1's 8,839-character composition table, ranked 12th in the top hit's
+        # section, left no room for the hit; REDP-5110's 4,605-character contents table none for the second hit)
         for key, c, cost in past_budget:
             used += cost + _header_cost(key, picked)
             picked.setdefault(key, []).append(c)

@@ -265,6 +265,26 @@ def test_a_table_past_the_budget_is_admitted_after_the_groups_that_fit():
     assert "GB/T 26059—2010" in ctx.text and table.content.strip() in ctx.text  # the table still whole
 
 
+def test_a_table_ranked_far_below_its_sections_hit_waits_for_the_other_groups():
+    # REDP-5110's Markdown, all under "Contents" before its headings were read: the 4,605-character contents table,
+    # ranked 11th in the top hit's section, came in first (tables first) with the section's other passages and left no
+    # room for "need-to-know basis" ranked 2nd in another document
+    def chunk(source: str, index: int, content: str, kind: str = "text") -> Chunk:
+        return Chunk(content=content, chunk_type=kind, source=source, chunk_id=f"{source}_{index}", kb="kb",
+                     chunk_index=index, section_path="Contents")
+
+    md, pdf = "groundtruth/redp5110_sampled.md", "redp5110_sampled.pdf"
+    passages = [chunk(md, 8 + i, f"This IBM Redpaper publication, part {i}. " + "RCAC " * 150) for i in range(4)]
+    contents = chunk(md, 3, "Notices . . . . | vii\n" * 230, "table")
+    basis = chunk(pdf, 32, "Many businesses are trying to limit data access to a need-to-know basis. " * 8)
+    ranked = [Candidate(passages[0].chunk_id, 0.60, chunk=passages[0]), Candidate(basis.chunk_id, 0.58, chunk=basis)] \
+        + [Candidate(p.chunk_id, 0.2, chunk=p) for p in passages[1:]] \
+        + [Candidate(contents.chunk_id, 0.12, chunk=contents)]
+    ctx = build_context(ranked, Settings())
+    assert basis.chunk_id in ctx.chunk_ids and contents.chunk_id in ctx.chunk_ids  # the table still comes, whole
+    assert contents.content.strip() in ctx.text
+
+
 def test_a_list_of_the_corpus_files_takes_no_budget_from_a_question_about_content():
     # the docs corpus's SOURCES.md table (5,787 characters) ranked 2nd for "…the one-page union rules…" and, a
     # table being never cut, left no room for the rules' own passage ranked 3rd
