@@ -6,9 +6,10 @@ import json
 import pytest
 
 from schemas.chunk import Chunk
-from tasks.ingest.content_list import normalize_v1, normalize_v2
+from tasks.ingest.content_list import normalize_parsed, normalize_v1, normalize_v2
 from tasks.ingest.headings import HeadingRules, assign_heading_levels, assign_section_paths, heading_length, numbering_of
-from tests.conftest import CVPR_DIR, SVOLT_DIR, need
+from tasks.ingest.parse.text_reader import read_text_document
+from tests.conftest import CVPR_DIR, DOCS, SVOLT_DIR, need
 
 
 def H(text: str, level: int, page: int = 1) -> Chunk:
@@ -84,10 +85,6 @@ def test_table_of_contents_entries_are_not_headings():
 
 def test_contents_of_a_document_without_pages_end_at_its_next_heading(tmp_path):
     # a Markdown file is one "page": "## Contents" (its entries a table) must not demote every "##" after it
-    from tasks.ingest.parse.text_reader import read_text_document
-    from tasks.ingest.content_list import normalize_parsed
-    from tests.conftest import DOCS
-
     read_text_document(need(DOCS / "en" / "groundtruth" / "redp5110_sampled.md"), tmp_path, markdown=True)
     chunks = assign_section_paths(assign_heading_levels(normalize_parsed(tmp_path).chunks))
     headings = [c.content for c in chunks if c.chunk_type == "heading"]
