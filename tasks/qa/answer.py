@@ -120,7 +120,6 @@ MEASURE_BONUS = 0.1  # a sentence holding a number of the measure asked ("71天"
 # a unit writing the Chinese term an English question gives in brackets ("human factors (人因)"): the asker's own
 # name for what the question is about, which glosses of its English words only guess at
 BRACKETED_TERM_BONUS = 0.05
-_BRACKETED_CJK = re.compile(r"[（(]([\u4e00-\u9fff]{2,12})[)）]")
 
 
 @dataclass
@@ -1405,7 +1404,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
                           rf"|^\s*{named}\s+[^，。,;；:：]{{1,{GLOSSARY_MAX_CHARS}}}$") if len(named) >= 2 else None
     after_anchor = _after_anchor(question, units)
     aside, set_aside = _set_aside(question, context), set()  # (and the units stating it)
-    bracketed = _BRACKETED_CJK.findall(question) if english else []
+    bracketed = written.split()
     in_script = _script_asked(question)
     codes, sections = _codes_written(question), _sections_written(question)
     cited = _cited_entry(question)
