@@ -40,8 +40,8 @@ from schemas.errors import LLMError
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, QAResult, Question
 from schemas.settings import Settings
 from tasks.index.views import document_name
-from tasks.qa.context import (ASKS_CONTENTS, ASKS_DOCUMENT_TITLE, COVER_CHUNKS, Context, articles_asked, quoted,
-                              row_labels)
+from tasks.qa.context import (ARTICLE_CITED, ASKS_CONTENTS, ASKS_DOCUMENT_TITLE, COVER_CHUNKS, PART_NUMERAL, Context,
+                              articles_asked, quoted, row_labels)
 from tasks.qa.extract import (COUNT_WORDS, LAST, ORDINAL_WORDS, STANDARD_PREFIXES, answers_what_is_asked, columns,
                               figure_asked, focus, form_lines, labelled_rows, measure_asked, negated_terms,
                               ordinal_number, scope_only_terms, scope_parts, shortest_clause, table_cell, terms,
@@ -497,9 +497,8 @@ TITLE_SHARE = 0.8  # a heading or first line holding this share of the words is 
 TITLE_MAX_CHARS = 40  # a first line this short is a heading; a longer one is a sentence (that may cite a title)
 
 
-_NUMERAL = r"[0-9]{1,4}|[零一二三四五六七八九十百千]{1,8}"  # a part's number, in digits or Chinese numerals
 # an article the naming words point to ("根据宪法第四十九条") is where the answer is, not the document's name
-_ARTICLE_NAMED = re.compile(rf"第\s*(?:{_NUMERAL})\s*[条款项]|\b(?:article|art\.|clause)\s*[0-9]+\b", re.IGNORECASE)
+_ARTICLE_NAMED = re.compile(rf"第\s*(?:{PART_NUMERAL})\s*[条款项]|(?:{ARTICLE_CITED}|\bclause)\s*[0-9]+\b", re.IGNORECASE)
 
 
 def _subject_terms(question: str, context: Context, translated: frozenset[str] | None = None,
@@ -923,7 +922,7 @@ _ASKS_COVERING_SECTION = re.compile(
 
 # a numbered part of a series, a chapter, an article ("第14部分", "Part 14", "第三章", "Chapter 4"), asked by
 # its title or as what it is ("what is Part 11 of the series?")
-_NUMBERED_PART = re.compile(rf"第\s*({_NUMERAL})\s*(部分|章|节|条)"
+_NUMBERED_PART = re.compile(rf"第\s*({PART_NUMERAL})\s*(部分|章|节|条)"
                             r"|\b(part|chapter|section|article)\s+([0-9]{1,4})\b", re.IGNORECASE)
 _PART_KINDS = {"part": "部分", "chapter": "章", "section": "节", "article": "条"}
 _PART_NAMES = {kind: name for name, kind in _PART_KINDS.items()}

@@ -148,9 +148,10 @@ def _quoted_headings(db_path: Path, kb: str, retrievals: Sequence[Retrieval],
                                        for (qi, source, heading), seed_id in asks.items()], HEADED_CHUNKS)
 
 
+PART_NUMERAL = r"[0-9]{1,4}|[零一二三四五六七八九十百千]{1,8}"  # the number of a part, chapter or article
+ARTICLE_CITED = r"\b(?:article|art\.)"  # how English cites a law's article ("Article 60", "Art. 126")
 # an article a question names ("Under Article 60 of the PRC Constitution", "根据第十六条"), written as a law writes it
-_ARTICLE_NAMED = re.compile(r"第\s*([0-9]{1,4}|[零一二三四五六七八九十百千]{1,8})\s*条|\b(?:article|art\.)\s*([0-9]{1,4})\b",
-                            re.IGNORECASE)  # ("Art. 126" as a law's articles are cited)
+_ARTICLE_NAMED = re.compile(rf"第\s*({PART_NUMERAL})\s*条|{ARTICLE_CITED}\s*([0-9]{{1,4}})\b", re.IGNORECASE)
 
 
 def articles_asked(question: str) -> list[str]:
