@@ -105,7 +105,7 @@ _CHANGE_WORDS = (r"\bchange|\bincreas|\bdecreas|\bgr[eo]w|\bdrop|\brise\b|\brose
                  r"|\bjump|\bclimb|增减|增长|下降|减少|增加|变动|变化|涨|跌|上升|增幅|降幅")
 _BASE_WORDS = r"\bcompared (?:with|to)\b|\bthan\b|\bversus\b|\bvs\b|\bfrom\b|比(?!亚迪|例|率|重)|较"  # (比亚迪 is a name)
 _ASKS_CHANGE = re.compile(rf"(?:\bby (?:what|how much)\b|{_CHANGE_WORDS}).*?(?:{_BASE_WORDS}|\bover\b|\bbetween\b)"
-                          rf"|(?:{_BASE_WORDS}).*?(?:{_CHANGE_WORDS})", re.IGNORECASE)
+                          rf"|(?:{_BASE_WORDS}|\bbetween\b).*?(?:{_CHANGE_WORDS})", re.IGNORECASE)
 _CHANGE_HEADER = re.compile(r"增减|变动|变化|增长|同比|环比|%|\bchange\b|\bgrowth\b|\byoy\b", re.IGNORECASE)
 # a column of changes against a base ("本报告期末比上年度末增减（%）"), and a question asking any change, with or without a
 # base ("同比变动（+/-%）", "year on year"): one asking neither a change nor a rate asks no such column
@@ -570,6 +570,11 @@ def _decimals(text: str) -> set[str]:
 
 
 _RANGE_SIGN = re.compile(r"[≤≥<>~～]")  # a range's label ("-15℃≤T<-10℃"), not a grade's ("TA12-1")
+# a bound written in words ("at -10℃ or warmer", "10℃及以上", "不低于25℃") writes out a one-sided label ("≥-10"); a
+# number alone does not ("for 30 s" is no "≥ -30", nor "at 25℃" a "≥25")
+_BOUND_WRITTEN = re.compile(r"(?:at least|no (?:less|lower|more|higher) than|不低于|不高于|不小于|不大于)\s*-?[0-9.]+"
+                            r"|-?[0-9.]+\s*(?:°\s*C|℃|度|%)?\s*"
+                            r"(?:or (?:warmer|colder|above|below|higher|lower|more|less)|(?:及|或)?以[上下])", re.IGNORECASE)
 _HAS_LETTERS = re.compile(r"[A-BD-SU-Za-z]{2,}|[\u4e00-\u9fff]")  # words, not a range's "T" or "℃C"
 # (and what explains it: "which explanation does the variance table offer" asks its 变动原因 column)
 _ASKS_MEANING = re.compile(r"\bmean(?:s|ing)?\b|stand for|\bindicates?\b|含义|意思|是指|指什么|代表什么"
@@ -810,20 +815,34 @@ def _compared(headers: list[str], scores: list[float]) -> list[float]:
 _VALUE_GIVEN = re.compile(r"(?:数值|取值|值)\s*(?:为|是|等于)\s*(-?[0-9]+(?:\.[0-9]+)?)(?![0-9.])"
                           r"|\bvalue\s+(?:of\s+)?(-?[0-9]+(?:\.[0-9]+)?)(?![0-9.])", re.IGNORECASE)
 _ASKS_WHICH_HEADER = re.compile(r"\bwhich\b|\bwhat\b|哪", re.IGNORECASE)
+# or a measured value it writes out, alone, asking which row ("which baseline scores 81.18 on CIFAR-10-LT",
+# "F-measure为0.486的是哪种方法"): a decimal, not the 10 of "CIFAR-10-LT" nor a count
+_WRITTEN_DECIMAL = re.compile(r"(?<![A-Za-z0-9_.\-])-?[0-9]+\.[0-9]+(?![A-Za-z0-9_.])")
 
 
 def _cell_by_value(question: str, content: str) -> Cell | None:
     """The one cell holding the value the question gives, in the row or column it names ("Category 8 这一行里数值为 5
     的是哪个系列", "for which category does Series 6 have the value 3", "最后一行数据里数值为5的是哪个系列"), or the
-    largest or smallest of the one row it names ("类别 4 取值最大的系列"); None when there is no one such cell."""
+    largest or smallest of the one row it names ("类别 4 取值最大的系列"), or the one cell of the table holding a decimal
+    the question writes out asking which row ("which baseline scores 81.18"), of a row it does not name by its label;
+    None when there is no one such cell."""
     given = _VALUE_GIVEN.search(question)
+    written = {float(n) for n in _WRITTEN_DECIMAL.findall(question)} if given is None \
+        and _ASKS_WHICH.search(question) else set()
     extreme = _asked_extreme(question) if given is None else None
-    if (given is None and extreme is None) or not _ASKS_WHICH_HEADER.search(question):
+    if (given is None and extreme is None and not written) or not _ASKS_WHICH_HEADER.search(question):
         return None
     grid = [row for row, _ in _rows(content) if len(row) > 2]
     if len(grid) < 3:
         return None
     header, data = grid[0], grid[1:]
+    held = [(row, j) for row in data for j in range(1, min(len(row), len(header))) if _single_number(row[j]) in written]
+    # (a row the question names by its label too is not asked for: "税金及附加 jumped 52.87%. Which explanation …")
+    if len(held) == 1 and not _writes(_plain(question), _plain(held[0][0][0])):
+        row, j = held[0]
+        return Cell(row[0].strip() or f"#{data.index(row) + 1}", header[j].strip(), row[j].strip(), 1.0, 1.0, True)
+    if given is None and extreme is None:
+        return None
     asked = _plain(question)
     place = asked_row(question)
     named_rows = [data[-1 if place == LAST else place - 1]] if place is not None and place <= len(data) else \
@@ -1053,7 +1072,8 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
     ratio = bool(_ASKS_RATIO.search(question))  # "持股比例", "毛利率": a percentage answers
     numbering_asked = bool(_ASKS_NUMBERING.search(question))
     # "原因是什么", not "多少" / "哪一年" / "by what rate"
-    wants_words = answers_what_is_asked(question) is None and not ratio and not numbering_asked
+    holds_asked = answers_what_is_asked(question)
+    wants_words = holds_asked is None and not ratio and not numbering_asked
     best: tuple[float, Cell] | None = None
     extreme_sign = _asked_extreme(question) if _ASKS_WHICH.search(question) else None
     rows = _rows(content)
@@ -1071,6 +1091,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
     conditions = _conditions(question, rows, subject)
     targets = {n for m in _TARGET.finditer(question) for n in _decimals(m.group(1))} & conditions
     asked_numbers = _signed_decimals(question)
+    bounds = {n for m in _BOUND_WRITTEN.finditer(question) for n in _signed_decimals(m.group())}
     meaning = bool(_ASKS_MEANING.search(question))
     capitalized = frozenset(_CAPITALIZED.findall(question))
     change = bool(_ASKS_CHANGE.search(question))
@@ -1220,8 +1241,8 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
             written_name = _ITEM_PREFIX.sub("", written_name) or written_name
             written = (len(_plain(written_name)) >= 2 and _writes(asked, _plain(written_name), column_named)
                        and (bool(terms(name) - subject) or len(terms(name)) >= PATH_LABEL_TERMS)) or \
-                (len(label_numbers) >= 2 and label_numbers <= asked_numbers and not _HAS_LETTERS.search(name)
-                 and _RANGE_SIGN.search(name) is not None) \
+                (label_numbers <= (asked_numbers if len(label_numbers) >= 2 else bounds)  # a one-sided "≥-10": bounds
+                 and bool(label_numbers) and not _HAS_LETTERS.search(name) and _RANGE_SIGN.search(name) is not None) \
                 or bool(quoted) or at_place or numbered
             if written:
                 # the row of what is asked beats a row the question names as its setting ("财务费用项下的利息费用")
@@ -1256,7 +1277,15 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
             # a question asking no number takes a named column of words over a named year's number
             # ("2025年1-3月管理费用增加的原因" → 变动原因, not 2025年1-3月)
             worded = [sj for sj in scored if sj[0] > 0 and not _NUMBER_CELL.match(row[-sj[1]])]
-            score, j = max(worded if wants_words and worded else scored)
+            # and one asking a number a named column holding one over a named column of words, digits none ("谷物类每一份含多少
+            # 卡路里": "Calories per portion", not the "Food" of "食物表中"; a range, "0.7~1.5", is a number asked)
+            holding = [sj for sj in scored if sj[0] > 0 and holds_asked is not None and holds_asked(row[-sj[1]])]
+            best_cell = max(scored)
+            if wants_words and worded:
+                best_cell = max(worded)
+            elif holding and not re.search(r"[0-9]", row[-best_cell[1]]):
+                best_cell = max(holding)
+            score, j = best_cell
             j = -j
             if conditioned and len(values) == 1:
                 score = max(score, IMPLIED_COLUMN_SCORE)  # the value beside the one stated is what is asked

@@ -61,6 +61,12 @@ def test_by_what_percentage_takes_the_change_rate_not_the_reason(tables):
     gains = table_with(tables["byd_2025q1_quarterly_report"], "主要是理财收益增加所致")
     amount = table_cell("比亚迪2025年1-3月的公允价值变动收益金额是多少元？", gains.content)
     assert amount.header != "变动率" and "246,269,000.00" in amount.value
+    # the two dates compared written before the change asked ("Between end-2024 and 31 March 2025, by what
+    # percentage …"): the rate of no base of its own, not the base's amount
+    sheet = table_with(tables["byd_2025q1_quarterly_report"], "主要是资本化研发支出增加所致")
+    cell = table_cell("Between end-2024 and 31 March 2025, by what percentage did BYD's development expenditure "
+                      "(开发支出) change?", sheet.content)
+    assert (cell.label, cell.header, cell.value) == ("开发支出", "变动率", "69.28%")
 
 
 # broker_research_report_anonymized.pdf, chunk 21: the earnings forecast, each "(+/-%)" row the change of the row above
@@ -785,6 +791,50 @@ def test_a_cell_found_by_its_value_answers_with_its_column_or_its_row():
     assert table_cell("在MinerU的DOCX演示文档里那张简单柱状图（Chart 2）上，类别 4 取值最大的系列是哪一个？", bars).header == "系列 3"
     # a value two cells of the named column hold finds no one cell
     assert _cell_by_value("For which category does Series 6 have the value 2 in Chart 1?", line) is None
+
+
+def test_a_decimal_the_question_writes_out_names_the_row_it_asks_which_of(tables):
+    # CC-SAM's Table 1 and Table 4: "which baseline scores 81.18" asks the row of the one cell holding it, though
+    # "top-1" reads as an extreme asked and CC-SAM's own row names the paper
+    cifar = table_with(tables["cvpr_mineru3.4.4"], "81.18")
+    question = "In Table 1 of the CC-SAM paper (CIFAR-LT top-1 accuracy), which baseline scores 81.18 on CIFAR-10-LT?"
+    assert table_cell(question, cifar.content).text.startswith("BBN [63] — ")
+    table4 = table_with(tables["cvpr_mineru3.4.4"], "0.486").content
+    open_lt = table_cell("CC-SAM论文表4里，Places-LT一栏F-measure为0.486的是哪种方法？", table4)
+    assert (open_lt.label, open_lt.value) == ("IEM [65]", "0.486")
+    # nor does one of a row the question names by its label: what it asks is another column of that row
+    variance = table_with(tables["byd_2025q1_quarterly_report"], "52.87%").content
+    reason = table_cell("BYD's taxes and surcharges (税金及附加) jumped 52.87% in January–March 2025. Which explanation "
+                        "does the variance table offer?", variance)
+    assert (reason.label, reason.header) == ("税金及附加", "变动原因")
+    # a decimal two cells hold ("17.4") or none names no row
+    assert _cell_by_value("Which method reaches 17.4 in Table 4?", table4) is None
+    assert _cell_by_value("Which method reaches 99.99 on CIFAR-10-LT?", cifar.content) is None
+
+
+def test_a_bound_written_out_names_its_row_by_its_sign(tables):
+    # the SVOLT datasheet's BOL pulse tables: "at -10℃ or warmer" is the row "≥-10", not "≥-30" for the "30" of
+    # "for 30 s"; "10℃ or above" is "≥10", not "≥-10"
+    discharge = table_with(tables["svolt_mineru2.7.6"], "Power(20%SOC)")
+    cell = table_cell("Per the BOL pulse discharge table of the SVOLT cell, how many watts at 20% SOC may be drawn for "
+                      "30 s once the cell is at -10℃ or warmer?", discharge.content)
+    assert (cell.label, cell.value) == ("≥-10", "330")
+    charge = table_with(tables["svolt_mineru2.7.6"], "Current(80%SOC)")
+    cell = table_cell("A SVOLT blade cell is at 10℃ or above. How many amperes of regenerative pulse charging at "
+                      "80% SOC does the BOL table allow for 10 s?", charge.content)
+    assert (cell.label, cell.value) == ("≥10", "272")
+
+
+def test_a_number_asked_takes_the_named_column_holding_one():
+    # docling's word_sample.docx: "食物表中" names the Food column as the glosses of "卡路里" name the calories' column;
+    # "多少" asks a number, which only the second holds
+    food = (" | Food | Calories per portion\nLeaves | Ash, Elm, Maple | 50\n"
+            "Berries | Blueberry, Strawberry, Cranberry | 150\nGrain | Corn, Buckwheat, Barley | 200")
+    question = "word_sample.docx的食物表中，谷物类（Grain）每一份含多少卡路里？"
+    assert table_cell(question, food, glosses="food calories grain").text == "Grain — Calories per portion: 200"
+    # a question asking no number keeps the column its words name best
+    assert table_cell("word_sample.docx的食物表中，谷物类（Grain）有哪些食物？", food, glosses="food grain").value \
+        == "Corn, Buckwheat, Barley"
 
 
 def test_an_item_quoted_with_its_lists_opening_line_is_the_inner_item():
