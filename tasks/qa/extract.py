@@ -837,8 +837,10 @@ def _cell_by_value(question: str, content: str) -> Cell | None:
         return None
     header, data = grid[0], grid[1:]
     held = [(row, j) for row in data for j in range(1, min(len(row), len(header))) if _single_number(row[j]) in written]
-    # (a row the question names by its label too is not asked for: "税金及附加 jumped 52.87%. Which explanation …")
-    if len(held) == 1 and not _writes(_plain(question), _plain(held[0][0][0])):
+    # (a row the question names by its label too is not asked for: "税金及附加 jumped 52.87%. Which explanation …"; nor
+    # is a label other rows share: "优于大市" tells no peer apart)
+    labels = Counter(_plain(row[0]) for row in data)
+    if len(held) == 1 and labels[_plain(held[0][0][0])] == 1 and not _writes(_plain(question), _plain(held[0][0][0])):
         row, j = held[0]
         return Cell(row[0].strip() or f"#{data.index(row) + 1}", header[j].strip(), row[j].strip(), 1.0, 1.0, True)
     if given is None and extreme is None:

@@ -807,6 +807,11 @@ def test_a_decimal_the_question_writes_out_names_the_row_it_asks_which_of(tables
     reason = table_cell("BYD's taxes and surcharges (税金及附加) jumped 52.87% in January–March 2025. Which explanation "
                         "does the variance table offer?", variance)
     assert (reason.label, reason.header) == ("税金及附加", "变动原因")
+    # nor one of a row whose label others share: the label tells nothing apart (the broker note's peers, all 优于大市)
+    peers = ("公司投资名称评级 | 收盘价人民币 | EPS2023A | 2024E | 2025E | PE2023A | 2024E | 2025E\n"
+             "优于大市 | 5.6 | 0.67 | 0.50 | 0.58 | 8.4 | 11.2 | 9.7\n优于大市 | 4.0 | 0.48 | 0.39 | 0.43 | 8.2 | 10.1 | 9.2\n"
+             "优于大市 | 18.9 | 1.60 | 1.62 | 1.80 | 11.8 | 11.7 | 10.5")
+    assert _cell_by_value("Which 2025 P/E does the note give the peer priced at 4.0 yuan?", peers) is None
     # a decimal two cells hold ("17.4") or none names no row
     assert _cell_by_value("Which method reaches 17.4 in Table 4?", table4) is None
     assert _cell_by_value("Which method reaches 99.99 on CIFAR-10-LT?", cifar.content) is None
