@@ -1264,9 +1264,9 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
                 row_score += TARGET_BONUS * any(_states(row[j], targets) for j in stated)
             # a header the words writing the row's label out hold is not named by them ("Type" of "the
             # description of ROUTINE_TYPE"; "Data type" of "the data type of USER_TYPE" is; "变动率" of "公允价值变动收益
-            # 金额" is not, its 变动 being the label's)
+            # 金额" is not, its 变动 being the label's; nor "Ti" by the composition "TB3 (Ti-3.5Al-10Mo-8V-1Fe)")
             row_columns = col_scores if not written else \
-                [0.0 if _named_by_label(h, name, named_by) and _symbol(h.split()[-1]) not in symbols else score
+                [0.0 if _named_by_label(h, label, named_by) and _symbol(h.split()[-1]) not in symbols else score
                  for h, score in zip(headers, col_scores)]  # (the "Ta" of "TA29" is asked as 钽（Ta）)
             # among columns named alike, the one what is asked names ("Series 5" of "（Series 4、Series 5、Series 8）
             # 中，第二行数据的 Series 5 数值") breaks the tie

@@ -250,6 +250,17 @@ def test_a_scanned_composition_table_answers_under_the_element_asked(alloy_table
     assert cell("按GB/T 3620.1—2016，TA29钛合金中钽（Ta）的含量范围是多少？").value == "1.3~1.7"
 
 
+def test_the_elements_of_a_nominal_composition_written_out_are_not_asked():
+    # GB/T 3620.1's table 2 as OCR read it: "TB3 (Ti-3.5Al-10Mo-8V-1Fe)" writes the row's label and its composition
+    # cell out; their "Ti" names no column, the nitrogen asked does
+    table = ("牌号 | 名义化学成分 | Ti | A1 | V | Mo | Fe | N\n"
+             "TB2 | Ti-5 Mo-5 V-8Cr-3.A1 | 余量 | 2.5~ 3.5 | 4.7~5.7 | 4.7~5.7 | 0.30 | 0.04\n"
+             "TB3 | Ti-3.5.A1-10Mo-8V-1Fe | 余量 | 2.7~3.7 | 7.5~8.5 | 9.5~11.0 | 0.8~1.2 | 0.04")
+    cell = table_cell("What nitrogen ceiling does GB/T 3620.1-2016 give for the beta alloy TB3 (Ti-3.5Al-10Mo-8V-1Fe)?",
+                      table, glosses="氮")
+    assert (cell.label.split()[0], cell.header, cell.value) == ("TB3", "N", "0.04")
+
+
 def test_an_element_naming_the_alloy_is_not_the_one_asked():
     # "含钽的TA32": tantalum says which alloy; the zirconium content is asked (GB/T 3620.1's table 1 as OCR read it)
     table = ("牌号 | 名义化学成分 | Ti | Ta | Zx | Fe | A1\n"
