@@ -1429,8 +1429,9 @@ def extractive_answer(question: str, context: Context, settings: Settings,
         # question quoting an alloy's nominal composition "Ti-5.8Al-4Sn-3.5Zr-…" asks TA33's Ta cell)
         # (a unit in the other language holds the question's terms it says in its own: "Treat all of these as …"
         # says the 一律 and 对待 of "要求把这些文档一律当作什么来对待")
+        # (a contents entry asked for its page holds little beyond the entry's title: "Preface xi")
         if len(shared | (said & q_plain)) / len(q_plain) < a.extractive_min_overlap and i not in headings_asked \
-                and not (at_place or placed_after) \
+                and i not in entries_asked and not (at_place or placed_after) \
                 and not (cell and bonus >= 2 * CELL_BONUS):
             continue
         subject = naming[context.chunks[order].source][0]

@@ -649,6 +649,20 @@ def test_a_page_asked_of_the_contents_is_answered_by_its_entry():
     assert answer.text == "2.2 Separation of duties 10[ref:redp5110_sampled.pdf_4]"
 
 
+def test_a_contents_entry_holding_little_but_its_title_answers_the_page_asked():
+    # redp5110_sampled.md, chunks 3 (the contents as a Markdown table) and 10 (the preface, which writes out more of
+    # the question's words than the entry "Preface xi" does)
+    leaders = " " + ". " * 20
+    contents = _chunk("redp5110_sampled.md_3", f"Notices{leaders}| . vii\nTrademarks{leaders}| viii\n"
+                      f"Preface{leaders}| . xi\nAuthors.{leaders}| . xi", "table")
+    preface = _chunk("redp5110_sampled.md_10", "Preface\nThis IBM® Redpaper™ publication provides information about "
+                     "the IBM i 7.2 feature of IBM DB2® for i Row and Column Access Control (RCAC).", "text")
+    question = ("In docling's expected Markdown of the RCAC Redpaper, which roman-numeral page does the contents table "
+                "give for the Preface?")
+    assert extractive_answer(question, _context((preface, 0.55), (contents, 0.17)), S).text \
+        == "Preface xi[ref:redp5110_sampled.md_3]"
+
+
 def test_a_list_whose_bullets_a_symbol_font_wrote_as_letters_is_read_item_by_item():
     items = sentences(COE_TOPICS)[1:]
     assert len(items) == 9 and items[0] == "r Database performance and scalability"
