@@ -836,15 +836,20 @@ def _cell_by_value(question: str, content: str) -> Cell | None:
     if len(grid) < 3:
         return None
     header, data = grid[0], grid[1:]
-    held = [(row, j) for row in data for j in range(1, min(len(row), len(header))) if _single_number(row[j]) in written]
-    # (a row the question names by its label too is not asked for: "税金及附加 jumped 52.87%. Which explanation …"; nor
-    # is a label other rows share: "优于大市" tells no peer apart)
-    labels = Counter(_plain(row[0]) for row in data)
-    if len(held) == 1 and labels[_plain(held[0][0][0])] == 1 and not _writes(_plain(question), _plain(held[0][0][0])):
-        row, j = held[0]
+
+    def found(row: list[str], j: int) -> Cell:
         return Cell(row[0].strip() or f"#{data.index(row) + 1}", header[j].strip(), row[j].strip(), 1.0, 1.0, True)
-    if given is None and extreme is None:
-        return None
+
+    if written:
+        held = [(row, j) for row in data for j in range(1, min(len(row), len(header)))
+                if _single_number(row[j]) in written]
+        # (a row the question names by its label too is not asked for: "税金及附加 jumped 52.87%. Which explanation …";
+        # nor is a label other rows share: "优于大市" tells no peer apart)
+        if len(held) == 1 and sum(_plain(row[0]) == _plain(held[0][0][0]) for row in data) == 1 \
+                and not _writes(_plain(question), _plain(held[0][0][0])):
+            return found(*held[0])
+        if given is None and extreme is None:
+            return None
     asked = _plain(question)
     place = asked_row(question)
     named_rows = [data[-1 if place == LAST else place - 1]] if place is not None and place <= len(data) else \
@@ -862,10 +867,7 @@ def _cell_by_value(question: str, content: str) -> Cell | None:
     else:
         value = float(given.group(1) or given.group(2))
     hits = [(row, j) for row, j, n in cells if n == value]
-    if len(hits) != 1:
-        return None
-    row, j = hits[0]
-    return Cell(row[0].strip() or f"#{data.index(row) + 1}", header[j].strip(), row[j].strip(), 1.0, 1.0, True)
+    return found(*hits[0]) if len(hits) == 1 else None
 
 
 def table_cell(question: str, content: str, subject: frozenset[str] = frozenset(), glosses: str = "") -> Cell | None:
@@ -1281,12 +1283,9 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
             worded = [sj for sj in scored if sj[0] > 0 and not _NUMBER_CELL.match(row[-sj[1]])]
             # and one asking a number a named column holding one over a named column of words, digits none ("谷物类每一份含多少
             # 卡路里": "Calories per portion", not the "Food" of "食物表中"; a range, "0.7~1.5", is a number asked)
-            holding = [sj for sj in scored if sj[0] > 0 and holds_asked is not None and holds_asked(row[-sj[1]])]
-            best_cell = max(scored)
-            if wants_words and worded:
-                best_cell = max(worded)
-            elif holding and not re.search(r"[0-9]", row[-best_cell[1]]):
-                best_cell = max(holding)
+            best_cell = max(worded if wants_words and worded else scored)
+            if holds_asked is not None and not _HAS_DIGIT.search(row[-best_cell[1]]):
+                best_cell = max((sj for sj in scored if sj[0] > 0 and holds_asked(row[-sj[1]])), default=best_cell)
             score, j = best_cell
             j = -j
             if conditioned and len(values) == 1:
