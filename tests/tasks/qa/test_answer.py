@@ -1228,6 +1228,25 @@ def test_a_best_sentence_the_question_restates_is_quoted_with_the_sentence_after
     assert "两届" in answer.text and "第八十八条" not in answer.text
 
 
+def test_the_sentence_after_the_best_holding_question_terms_it_lacks_is_quoted_with_it():
+    # the Civil Code's article 245 as the PDF reads: the first sentence states the question's premise (the taking), the
+    # second what is done after use, which the question asks by the words 使用后 and 应当
+    article = _chunk("civil.pdf_56", "第二百四十五条 因抢险救灾、疫情防控等紧急需要，依照法律规定的权限和程序可以征用组织、个人的"
+                     "不动产或者动产。被征用的不动产或者动产使用后，应当返还被征用人。组织、个人的不动产或者动产被征用或者征用后"
+                     "毁损、灭失的，应当给予补偿。", "text")
+    question = "民法典规定，因抢险救灾、疫情防控等紧急需要征用的不动产或者动产，使用后应当怎么处理？"
+    answer = extractive_answer(question, _context((article, 0.9)), S)
+    assert "应当返还被征用人。[ref:civil.pdf_56]" in answer.text
+    # a next sentence opening another article says something else, whatever question terms it holds (赠与, 撤销)
+    gift = _chunk("civil.pdf_147", "第六百六十四条 因受赠人的违法行为致使赠与人死亡或者丧失民事行为能力的，赠与人的继承人或者法定"
+                  "代理人可以撤销赠与。赠与人的继承人或者法定代理人的撤销权，自知道或者应当知道撤销事由之日起六个月内行使。"
+                  "第六百六十五条 撤销权人撤销赠与的，可以向受赠人请求返还赠与的财产。", "text")
+    question = ("根据民法典，因受赠人的违法行为致使赠与人死亡的，赠与人的继承人撤销赠与的权利应自知道或者应当知道撤销事由之日起"
+                "多长时间内行使？")
+    answer = extractive_answer(question, _context((gift, 0.9)), S)
+    assert "六个月内行使" in answer.text and "第六百六十五条" not in answer.text
+
+
 def test_a_line_item_glossed_whole_names_its_row_over_one_holding_its_words_apart():
     # the broker report's forecast balance sheet: "balance sheet" glosses to 资产负债表, whose 资产 the current-assets
     # row holds beside 流动 and 合计; the current-liabilities row holds 流动负债 as "current liabilities" glosses it
