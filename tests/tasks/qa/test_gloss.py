@@ -290,6 +290,12 @@ def test_accounting_words_cc_cedict_lacks_are_glossed_as_the_statements_line_ite
     # and as itself, whose bigram across its words ("股收") no row holding the words apart has
     assert "每股收益" in gloss_terms("What earnings per share is forecast?", vocabulary)
     assert gloss_terms("What is the dividend yield?", vocabulary) == []
+    # a line item named whole, as the balance sheet writes it: "deferred tax liabilities" is 递延所得税负债, whose "税负"
+    # the assets' row 递延所得税资产 lacks (BYD's balance sheet has both)
+    sheet = set(tokenize("递延所得税资产 递延所得税负债 递延收益"))
+    assert "递延所得税负债" in gloss_terms("What deferred tax liabilities did BYD carry?", sheet)
+    assert "递延所得税资产" in gloss_terms("What deferred tax assets did BYD carry?", sheet)
+    assert "递延收益" in gloss_terms("What is the deferred income?", sheet)
     # the income statement's "以摊余成本计量的金融资产终止确认收益"
     statement = set(tokenize("以摊余成本计量的金融资产终止确认收益 将重分类进损益的其他综合收益"))
     assert {"终止", "确认", "损益"} <= set(gloss_terms("What gain or loss on derecognition, reported in profit or loss?",
