@@ -251,6 +251,8 @@ _LIST_ITEM = re.compile(r"^\s*[（(][一二三四五六七八九十0-9]+[)）]")
 # a list's opening line quoted with its first item ("…详细分类介绍如下: • Frontinfo.tex:…", "…以下14个安全要素： 1. 核电厂设计");
 # a law's items ("（二）…") are each quoted with the line, and are no first item
 _OPENS_LIST_ITEM = re.compile(r"[:：]\s*(?:[•●▪]|1[.．、](?![0-9]))")
+# "…反馈信息包括（不限于）： 1. …；": the line opening the list (the last one before an item's number)
+_LIST_OPENING = re.compile(r"^(.*[:：])\s*(?:[（(][一二三四五六七八九十0-9]+[)）]|[0-9]{1,2}[.．、](?![0-9])|$)")
 _NUMBERED_ITEM = re.compile(r"^\s*(?:[（(][一二三四五六七八九十0-9]+[)）]|[0-9]{1,2}[.．、](?![0-9]))")
 _OPENS_LIST = re.compile(r"^(.*[:：])\s*[（(][一二三四五六七八九十1]+[)）]")
 # the question asks for a list's n-th item ("第三个条件", "the second requirement"; not "第十五条", an article)
@@ -1310,6 +1312,12 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             # a part after "；" is said in the setting its sentence's first part gives ("第三季度收入…至38.9
             # 亿元；毛利率同比-1.1 百分点至42.8%；"): it holds those words too
             setting = lead if pos and quoted[pos - 1].endswith(("；", ";")) else ""
+            if setting and ordinal is None and _NUMBERED_ITEM.match(unit):
+                # a list's numbered item is said under its list's opening line, not in the item before it ("1.
+                # 人员管理程序对…作出规定；" then "2. 文件和记录控制程序对…": each names its own procedure); unless
+                # an item is asked by its place, which the question may give by the item before it
+                opening = _LIST_OPENING.match(setting)
+                setting = opening.group(1) if opening else ""
             lead = setting or unit
             # a law's sentence is said in its article ("第十九条 国家发展…。国家举办各种学校，普及初等义务教育…"):
             # it holds the article's number, which a question names it by ("Article 19")

@@ -1247,6 +1247,17 @@ def test_the_sentence_after_the_best_holding_question_terms_it_lacks_is_quoted_w
     assert "六个月内行使" in answer.text and "第六百六十五条" not in answer.text
 
 
+def test_a_numbered_item_after_a_semicolon_is_not_said_in_the_item_before_it():
+    # nbt_npp_periodic_safety_review_part1_draft.docx, chunk 30: the items of "PSR项目管理文件…具体内容为：", each
+    # ending "；" — the second no more holds the first one's 人员培训 than the first holds the second one's 文件
+    items = _chunk("nbt_part1.docx_30", "1. 人员管理程序对人员培训、授权、现场检查管理、绩效考核等作出规定；\n"
+                   "2. 文件和记录控制程序对PSR文件和记录的种类、编码、内容、格式、编审批控制等作出规定；\n"
+                   "3. 进度控制程序对PSR进度计划的编制、执行和跟踪作出规定；\n"
+                   "4. 会议制度对PSR实施期间各类会议的内容、组织、会议行动、会后跟踪等作出规定。", "text")
+    answer = extractive_answer("哪个程序对PSR人员的培训、授权和绩效考核作出规定？", _context((items, 0.9)), S)
+    assert answer.text.startswith("1. 人员管理程序")
+
+
 def test_a_line_item_glossed_whole_names_its_row_over_one_holding_its_words_apart():
     # the broker report's forecast balance sheet: "balance sheet" glosses to 资产负债表, whose 资产 the current-assets
     # row holds beside 流动 and 合计; the current-liabilities row holds 流动负债 as "current liabilities" glosses it
