@@ -1258,6 +1258,17 @@ def test_a_numbered_item_after_a_semicolon_is_not_said_in_the_item_before_it():
     assert answer.text.startswith("1. 人员管理程序")
 
 
+def test_a_sentence_opening_with_the_paragraph_before_it_is_quoted_with_that_paragraph():
+    # the Civil Code's article 430 as the PDF reads: "前款" is the sentence before, which names whose fruits they are
+    article = _chunk("civil.pdf_99", "第四百三十条 质权人有权收取质押财产的孳息，但是合同另有约定的除外。\n前款规定的孳息应当先充抵收取"
+                     "孳息的费用。\n第四百三十一条 质权人在质权存续期间，未经出质人同意，擅自使用、处分质押财产，造成出质人损失的，"
+                     "应当承担赔偿责任。", "text")
+    units = evidence_units(article)
+    assert "第四百三十条 质权人有权收取质押财产的孳息，但是合同另有约定的除外。前款规定的孳息应当先充抵收取孳息的费用。" in units
+    answer = extractive_answer("质权人收取的质押财产孳息应当先用于充抵什么？", _context((article, 0.9)), S)
+    assert "先充抵收取孳息的费用" in answer.text
+
+
 def test_a_line_item_glossed_whole_names_its_row_over_one_holding_its_words_apart():
     # the broker report's forecast balance sheet: "balance sheet" glosses to 资产负债表, whose 资产 the current-assets
     # row holds beside 流动 and 合计; the current-liabilities row holds 流动负债 as "current liabilities" glosses it
