@@ -1162,7 +1162,8 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     (if it scores ≥ SECOND_UNIT_RATIO of the best); a best line opening a list (ending ":") is quoted with the best
     item of its list, a best sentence the question restates (no word beside the question's) with the sentence after
     it, a best sentence with the one after it when that holds far more of the focus's terms (FOCUS_TERMS_MORE) or
-    COMPLETING_TERMS of the question's terms the best lacks (unless it opens another article or section), and a
+    COMPLETING_TERMS of the question's terms its passage has not stated up to the best (unless it opens another
+    article or section), and a
     best clause with the other clause of its sentence (split at "；") when that scores ADJACENT_TIE_RATIO of it; a
     unit another quoted unit holds is quoted once. A list of standards glued into one line is read entry by entry
     (`sentences`), as is a list whose bullets a symbol font wrote as letters item by item; an author-first reference
@@ -1560,14 +1561,17 @@ def extractive_answer(question: str, context: Context, settings: Settings,
         # the rest; not when it opens another article or numbered section, which says something else. Terms the
         # passage states before the best (in its chunk or the one before it) are the premise too ("besides declaring
         # all citizens equal before the law": "公民在法律面前一律平等。" two sentences before the best)
-        passage = {order for order, c in enumerate(context.chunks)
-                   if c.source == context.chunks[units[best].order].source
-                   and c.chunk.chunk_index == context.chunks[units[best].order].chunk.chunk_index - 1}
-        stated = set().union(*(u.terms | u.said for j, u in enumerate(units) if u.sentence
-                               and (u.order == units[best].order and j <= best or u.order in passage)))
-        completing = ((after.terms | after.said) & q) - stated - naming_only
-        if held_after >= max(2 * held, held + FOCUS_TERMS_MORE) \
-                or len(completing) >= COMPLETING_TERMS and not _ANOTHER_PART.match(after.text):
+        def completes() -> bool:
+            if _ANOTHER_PART.match(after.text):
+                return False
+            chunk = context.chunks[units[best].order]
+            before = {order for order, c in enumerate(context.chunks)
+                      if c.source == chunk.source and c.chunk.chunk_index == chunk.chunk.chunk_index - 1}
+            stated = set().union(*(u.terms | u.said for j, u in enumerate(units) if u.sentence
+                                   and (u.order == units[best].order and j <= best or u.order in before)))
+            return len(((after.terms | after.said) & q) - stated - naming_only) >= COMPLETING_TERMS
+
+        if held_after >= max(2 * held, held + FOCUS_TERMS_MORE) or completes():
             picked.append((after.text[:MAX_SENTENCE_CHARS], after.chunk_id))
     # a unit another quoted one holds is said once ("…如下： 1. …；" quotes its list's first item)
     quoted = [unit for unit, _ in picked]
