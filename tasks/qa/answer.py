@@ -256,10 +256,10 @@ _LIST_ITEM = re.compile(r"^\s*[（(][一二三四五六七八九十0-9]+[)）]")
 # a list's opening line quoted with its first item ("…详细分类介绍如下: • Frontinfo.tex:…", "…以下14个安全要素： 1. 核电厂设计");
 # a law's items ("（二）…") are each quoted with the line, and are no first item
 _OPENS_LIST_ITEM = re.compile(r"[:：]\s*(?:[•●▪]|1[.．、](?![0-9]))")
-_ITEM_NUMBER = r"(?:[（(][一二三四五六七八九十0-9]+[)）]|[0-9]{1,2}[.．、](?![0-9]))"  # "（二）", "2."
-_NUMBERED_ITEM = re.compile(rf"^\s*{_ITEM_NUMBER}")
+_ITEM_MARK = r"(?:[（(][一二三四五六七八九十0-9]+[)）]|[0-9]{1,2}[.．、](?![0-9]))"  # "（二）", "2."
+_NUMBERED_ITEM = re.compile(rf"^\s*{_ITEM_MARK}")
 # "…反馈信息包括（不限于）： 1. …；": the line opening the list (the last one before an item's number)
-_LIST_OPENING = re.compile(rf"^(.*[:：])\s*(?:{_ITEM_NUMBER}|$)")
+_LIST_OPENING = re.compile(rf"^(.*[:：])\s*(?:{_ITEM_MARK}|$)")
 _OPENS_LIST = re.compile(r"^(.*[:：])\s*[（(][一二三四五六七八九十1]+[)）]")
 # the question asks for a list's n-th item ("第三个条件", "the second requirement"; not "第十五条", an article)
 _ASKED_ORDINAL = re.compile(r"第[（(]?([一二三四五六七八九十]{1,3}|[0-9]{1,2})[)）]?(?:个|项|点|种|步|段|条件)|(最后)一?(?:个|项|点|种|步|段|条)"
