@@ -1028,29 +1028,37 @@ def _asked_extreme(question: str) -> int | None:
     return None if bool(most) == bool(least) else 1 if most else -1
 
 
-def _extreme_row(sign: int, q: frozenset[str], data: list[list[str]], headers: list[str],
-                 scores: list[float]) -> Cell | None:
-    """The cell of the largest (`sign` +1; -1: smallest) number in the one column the question (its terms `q`)
-    names best, among the rows of the group it names ("iNaturalist 2018"), when one row alone holds it; else None."""
+def _extreme_row(sign: int, q: frozenset[str], question_numbers: set[str], data: list[list[str]],
+                 headers: list[str], scores: list[float]) -> Cell | None:
+    """The cell of the largest (`sign` +1; -1: smallest) number in the one column the question (its terms `q`, its
+    numbers `question_numbers`, signs kept) names best, among the rows of the group it names ("iNaturalist 2018"),
+    when one row alone holds it; else None. The labels' own column is the one answering, never the one compared
+    ("哪个电芯温度档允许的充电电流最小": not the smallest "≥-20" of 电芯温度)."""
+    scores = [0.0, *scores[1:]]
     top = max(scores, default=0.0)
+
+    def written(cell: str) -> bool:  # a range's label by its numbers, signs kept: "≥ -20" is not the 20 of "20% SOC"
+        return bool(terms(cell)) and terms(cell) <= q and _signed_decimals(cell) <= question_numbers
+
     # (a row the question writes out asks the extreme across its columns, "类别 4 取值最大的系列": not read here)
     labels = Counter(row[0] for row in data if row)
-    written = any(n == 1 and terms(label) and terms(label) <= q for label, n in labels.items())
-    if top <= 0 or scores.count(top) > 1 or written:
+    if top <= 0 or scores.count(top) > 1 or any(n == 1 and written(label) for label, n in labels.items()):
         return None
     j = scores.index(top)
 
     def label_cells(row: list[str]) -> list[str]:  # the cells before its first number
         return row[:next((i for i, c in enumerate(row) if _NUMBER_CELL.match(c)), len(row))]
 
-    named_group = [row for row in data if any(terms(c) and terms(c) <= q for c in label_cells(row))]
+    named_group = [row for row in data if any(written(c) for c in label_cells(row))]
     numbers = [(_single_number(row[j]), row) for row in (named_group if 0 < len(named_group) < len(data) else data)
                if j < len(row)]
     found = sorted(((n, row) for n, row in numbers if n is not None), key=lambda nr: -sign * nr[0])
     if len(found) < 2 or found[0][0] == found[1][0]:
         return None
     row = found[0][1]
-    return Cell(" | ".join(c for c in label_cells(row) if c), headers[j], row[j], EXTREME_ROW_SCORE, top, True)
+    # a row labelled by a range ("≥25 | 636 | 10") is named by it, though it reads as a number
+    label = label_cells(row) or (row[:1] if j > 0 else [])
+    return Cell(" | ".join(c for c in label if c), headers[j], row[j], EXTREME_ROW_SCORE, top, True)
 
 
 def _single_number(cell: str) -> float | None:
@@ -1127,14 +1135,16 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
         other_table = any(_opposite(h, question) for h in block_headers)
         missing = symbols - {_symbol(h.split()[-1]) for h in block_headers if h.strip()}
 
-        def column_scores(headers: list[str]) -> list[float]:
+        def column_scores(headers: list[str], condition_header: str = "") -> list[float]:
+            naming, numbers = (named_by - terms(condition_header), column_numbers - _numbers(condition_header)) \
+                if condition_header else (named_by, column_numbers)
             return [0.0 if other_table or (amount_asked and _CHANGE_COLUMN.search(h))
-                    else _column_score(h, named_by, column_numbers, asked, meaning, symbols, missing, capitalized,
-                                       forecast)
+                    else _column_score(h, naming, numbers, asked, meaning, symbols, missing, capitalized, forecast)
                     + (CURRENT_PERIOD_SCORE if current and _CURRENT_PERIOD.match(h) else 0.0) for h in headers]
 
         block_scores = column_scores(block_headers)
-        extreme = _extreme_row(extreme_sign, q, data, block_headers, block_scores) if extreme_sign else None
+        extreme = _extreme_row(extreme_sign, q, asked_numbers, data, block_headers, block_scores) \
+            if extreme_sign else None
         if extreme is not None and (best is None or EXTREME_ROW_SCORE > best[0]):
             best = (EXTREME_ROW_SCORE, extreme)
         # the labels' own column named ("which position", "Column A"), when the label is the first cell or the
@@ -1225,8 +1235,16 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
             # 充电电流": the row holding "90%" is the one asked, its other cell the answer)
             stated = [j for j in values if _states(row[j], conditions)]
             conditioned = 0 < len(stated) < len(values)
+            scores_here = col_scores
             if conditioned:
                 values = [j for j in values if j not in stated]
+                # the words and year naming the condition's column name no other ("2023A每股收益为0.48元的那家公司收盘价":
+                # EPS 2023A holds the condition, the closing price is asked, not PE 2023A)
+                condition_header = " ".join(headers[j] for j in stated if j < len(headers))
+                if condition_header.strip():
+                    scores_here = column_scores(headers, condition_header)
+                    if change:
+                        scores_here = _compared(headers, scores_here)
             # (its label's terms beside the document's own name break ties first: "Places-LT | CE", not the paper's
             # own "Places-LT | CC-SAM" row)
             own = max(named(name, q, subject), named(label, q, subject), described) \
@@ -1238,7 +1256,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
             label_numbers = _signed_decimals(name)
             # its unit apart, when a column is named too ("营业收入, in yuan, for the same period of the previous year"
             # of "营业收入（元）"; not "净利润" alone, of "净利润(百万元)")
-            column_named = max(col_scores, default=0.0) > 0
+            column_named = max(scores_here, default=0.0) > 0
             # (a label of the document's own name writes no row out, "CC-SAM" in the CC-SAM paper, but a path is
             # one: "zh_pdf/prc_constitution.pdf" names its row of a file list, whatever document it names)
             written_name = name.rsplit(None, 1)[0] if _changes_row(name) else name  # the row above's label
@@ -1267,9 +1285,9 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
             # a header the words writing the row's label out hold is not named by them ("Type" of "the
             # description of ROUTINE_TYPE"; "Data type" of "the data type of USER_TYPE" is; "变动率" of "公允价值变动收益
             # 金额" is not, its 变动 being the label's; nor "Ti" by the composition "TB3 (Ti-3.5Al-10Mo-8V-1Fe)")
-            row_columns = col_scores if not written else \
+            row_columns = scores_here if not written else \
                 [0.0 if _named_by_label(h, label, named_by) and _symbol(h.split()[-1]) not in symbols else score
-                 for h, score in zip(headers, col_scores)]  # (the "Ta" of "TA29" is asked as 钽（Ta）)
+                 for h, score in zip(headers, scores_here)]  # (the "Ta" of "TA29" is asked as 钽（Ta）)
             # among columns named alike, the one what is asked names ("Series 5" of "（Series 4、Series 5、Series 8）
             # 中，第二行数据的 Series 5 数值") breaks the tie
             scored = [((row_columns[j] if j < len(row_columns) else 0.0) + (NUMBERING_SCORE if j < k else 0.0)

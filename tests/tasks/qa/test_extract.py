@@ -1638,6 +1638,31 @@ def test_a_question_asking_which_row_holds_a_columns_extreme_gets_that_rows_labe
     assert table_cell("How many calories per portion do berries have?", food).value == "150"
 
 
+def test_the_row_of_a_columns_extreme_is_named_by_its_range_label(tables):
+    # the SVOLT pulse tables' rows are temperature ranges ("≥25 | 636 | 10"): such a label reads as a number, yet it
+    # is the answer; and the "20" of "20% SOC" writes out no "≥-20" row (its sign differs)
+    power = table_with(tables["svolt_mineru2.7.6"], "Power(20%SOC)").content
+    cell = table_cell("Which cell temperature allows the highest pulse discharge power (20% SOC) in the SVOLT "
+                      "datasheet?", power)
+    assert (cell.label, cell.value) == ("≥45", "1190")
+    current = table_with(tables["svolt_mineru2.7.6"], "Current(80%SOC)").content
+    cell = table_cell("SVOLT电芯再生脉冲充电表（80%SOC）中，哪个电芯温度档允许的充电电流最小？", current)
+    assert (cell.label, cell.value) == ("≥-20", "24")
+
+
+def test_the_condition_columns_words_name_no_other_column():
+    # the broker note's comparable-company table, as landed: "2023A" names the EPS column holding the condition
+    # (0.48), not also the PE 2023A column; the closing price is what is asked
+    peers = ("公司投资名称评级 | 收盘价人民币 | EPS2023A | 2024E | 2025E | PE2023A | 2024E | 2025E | g2024-2025 | PEG2025\n"
+             "优于大市 | 5.6 | 0.67 | 0.50 | 0.58 | 8.4 | 11.2 | 9.7 | 16.0% | 0.70\n"
+             "优于大市 | 4.0 | 0.48 | 0.39 | 0.43 | 8.2 | 10.1 | 9.2 | 10.3% | 0.99\n"
+             "优于大市 | 18.9 | 1.60 | 1.62 | 1.80 | 11.8 | 11.7 | 10.5 | 11.1% | 1.05")
+    cell = table_cell("可比公司估值表中，2023A每股收益为0.48元的那家公司收盘价是多少元？", peers)
+    assert (cell.header, cell.value) == ("收盘价人民币", "4.0")
+    # a year the question names for the column asked still names it
+    assert table_cell("可比公司估值表中，收盘价为18.9元的那家公司2023A的PE是多少？", peers).value == "11.8"
+
+
 def test_a_closing_sentence_saying_in_what_language_to_answer_is_not_what_is_asked():
     asked = "Which city does the PRC Constitution designate as the capital?"
     for form in ("Give the Chinese name.", "Quote the Chinese wording.", "Answer in Chinese.",
