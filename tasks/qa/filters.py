@@ -293,6 +293,10 @@ NAME_LINE_CHARS = 40  # a cover's line this short is a title's ("核电厂定期
 _DOCUMENT_KIND = frozenset(terms(DOCUMENT_WORDS.replace("|", " ") + " table file title heading 文档 文件 指南 表格 标题"))
 
 _FIELD_LABEL = re.compile(r"^\s*[^:：\s]{1,8}\s*[:：]")  # a short label: "证券代码:", "备案号："
+# a part of the document named with it names no document ("宪法第十条": 宪法; "Article 86 of the PRC Constitution");
+# "第12部分" names a document of a series
+_PART_OF_DOCUMENT = re.compile(r"第[一二三四五六七八九十百千零〇两\d]+[编章节条款](?!分)"
+                               r"|\b(?:article|art\.|chapter|section|clause)\s*[0-9]+\b", re.IGNORECASE)
 
 
 def document_name_text(source: str, opening: Sequence[tuple[str, str]]) -> str:
@@ -328,7 +332,7 @@ class DocumentNames:
         ("在历史中，" names no document of a corpus of articles with 历史 in their titles); a number alone names none
         (the 1972 of "rgbzh-1972.txt")."""
         parts = scope_parts(question)
-        asked = terms(" ".join(parts)) - _DOCUMENT_KIND if parts else set()
+        asked = terms(_PART_OF_DOCUMENT.sub(" ", " ".join(parts))) - _DOCUMENT_KIND if parts else set()
         score: Counter[str] = Counter()
         held: dict[str, set[str]] = {}
         for term in asked:

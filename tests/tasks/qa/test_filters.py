@@ -200,6 +200,9 @@ def test_the_document_a_question_names_by_its_file_name_or_title():
     assert named("In a 1972 report, what did the critic praise?") == set()
     assert named("In the document's second table, what is listed first?") == set()
     assert named("What is the outgoing voltage of the cell?") == set()  # no words naming a document
+    # the article named with its law is a part of it, no word of its name ("宪法第十条": 宪法); "第1部分" names a document
+    assert named("根据宪法第十条，土地的使用权可以怎样处置？") == {"prc_constitution.pdf"}
+    assert named("根据民法典第一千零六条，捐献应当采用什么形式？") == {"prc_civil_code.pdf"}
 
 
 def test_the_named_documents_chunks_go_first():
