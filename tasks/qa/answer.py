@@ -689,10 +689,16 @@ CODE_LINE_CHARS = 40  # a line this short writing a code out labels it ("4. 老�
 # a section's number the question writes ("section 2.1.4", "5.3.1条"): a unit opening with it is that section's
 # heading or its contents entry ("2.1.4 Database Information function: QIBM_DB_SYSMON 9")
 _SECTION_WRITTEN = re.compile(r"(?<![0-9.])[0-9]{1,2}(?:\.[0-9]{1,2}){2,3}(?![0-9.])")
+# a two-level number is one when the question calls it a clause ("第5.1条", "precaution 5.4"), not a mere "1.5"
+_CLAUSE_WRITTEN = re.compile(r"第\s*([0-9]{1,2}\.[0-9]{1,2})\s*[条款项]|\b(?:clause|item|precaution|provision|requirement)"
+                             r"\s+([0-9]{1,2}\.[0-9]{1,2})(?![0-9.])", re.IGNORECASE)
+CLAUSE_SENTENCES = 3  # the sentences of a clause the question names by its number quoted after its first
+CLAUSE_MAX_CHARS = 300  # and their characters at most: a paper's numbered section is a page, no clause
 
 
 def _sections_written(question: str) -> re.Pattern | None:
-    numbers = list(dict.fromkeys(_SECTION_WRITTEN.findall(question)))
+    numbers = list(dict.fromkeys([*_SECTION_WRITTEN.findall(question),
+                                  *(a or b for a, b in _CLAUSE_WRITTEN.findall(question))]))
     return re.compile(rf"^\s*(?:{'|'.join(re.escape(n) for n in numbers)})(?![0-9.])") if numbers else None
 
 
@@ -1139,6 +1145,19 @@ def _articles_open(context: Context) -> dict[tuple[str, int], str]:
 Similarity = Callable[[str, Sequence[str]], np.ndarray]
 
 
+def _rest_of_clause(units: Sequence[_Unit], first: int) -> list[_Unit]:
+    """The sentences after `first` in its chunk up to the next numbered part, CLAUSE_SENTENCES and CLAUSE_MAX_CHARS
+    at most."""
+    rest, chars = [], 0
+    for u in units[first + 1:first + 1 + CLAUSE_SENTENCES]:
+        if not u.sentence or u.order != units[first].order or _ANOTHER_PART.match(u.text) \
+                or chars + len(u.text) > CLAUSE_MAX_CHARS:
+            break
+        rest.append(u)
+        chars += len(u.text)
+    return rest
+
+
 def extractive_answer(question: str, context: Context, settings: Settings,
                       similarity: Similarity | None = None) -> Answer | None:
     """The evidence units that hold most of the question's terms (`tasks.qa.extract.terms`: CJK
@@ -1545,7 +1564,14 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     best = scored[0][-1]
     after = units[best + 1] if best + 1 < len(units) and units[best].sentence and units[best + 1].sentence \
         and units[best + 1].order == units[best].order else None
-    if len(picked) == 1 and after is not None \
+    # the clause the question names by its number ("safety precaution 5.4") is quoted whole when its first sentence is
+    # the best: that may only set the scene ("5.4 Connect … the label." then "Reverse charging is prohibited."), unless
+    # it holds the number or code asked
+    rest = _rest_of_clause(units, best) if len(picked) == 1 and sections is not None \
+        and sections.match(units[best].text) and (asked is None or not asked(units[best].text)) else []
+    if rest:
+        picked += [(u.text[:MAX_SENTENCE_CHARS], u.chunk_id) for u in rest]
+    elif len(picked) == 1 and after is not None \
             and (len(words(_ARTICLE.sub("", units[best].text)) - words(glossed)) <= PREMISE_NEW_WORDS
                  or best in set_aside):
         # the best sentence is the question's own premise ("设立居住权的，应当向登记机构申请居住权登记。" of "设立居住权应当

@@ -1598,6 +1598,26 @@ def test_a_unit_opening_with_the_section_number_asked_is_that_sections_entry():
     assert _sections_written("see section 2.1.3").match("2.1.3 Database") is not None
     assert _sections_written("see section 2.1.3").match("2.1.35 Other") is None
     assert _sections_written("Which function usage ID goes with Database Administrator?") is None
+    # a two-level number is a clause's when the question calls it one; "1.5 times" is no clause
+    assert _sections_written("第5.1条禁止做什么？").match("5.1 禁止将电池浸入水中。") is not None
+    assert _sections_written("What does safety precaution 5.4 prohibit?").match("5.4 Connect the cell") is not None
+    assert _sections_written("What is 1.5 times the rated current?") is None
+
+
+def test_a_clause_the_question_names_by_its_number_is_quoted_whole_when_its_first_sentence_is_the_best():
+    # the SVOLT datasheet's safety precautions as MinerU 2.7.6 read them (chunk 76): clause 5.4's first sentence only
+    # sets the scene, its second says what is prohibited; clause 5.5 is another
+    precautions = _chunk("svolt_output_76", "5.4 Connect the positive and negative of the cell in strict accordance "
+                         "with the label and instructions. Reverse charging is prohibited. \n5.5 禁止电池过充，否则，可能引起"
+                         "电池过热和火灾事故的发生。", "text")
+    answer = extractive_answer("Which kind of charging does safety precaution 5.4 of the SVOLT datasheet prohibit?",
+                               _context((precautions, 0.9)), S)
+    assert "Reverse charging is prohibited." in answer.text and "5.5" not in answer.text
+    # a first sentence holding the number asked is quoted alone (`test_the_sentence_after_the_best_holding_far_more…`)
+    capacity = _chunk("svolt_output_44", "1.7.3 -20°C 的容量 Capacity at -20°C\n放电容量 ≥137.2Ah 。新电池状态， 25°C 标准充电，"
+                      " -20°C 标准放电(无风环境)。", "text")
+    answer = extractive_answer("SVOLT 196Ah电芯规格书1.7.3条规定-20°C的放电容量是多少？", _context((capacity, 0.9)), S)
+    assert "无风环境" not in answer.text
 
 
 def test_a_sentence_holding_a_number_of_the_measure_asked_answers_how_many_of_it():
