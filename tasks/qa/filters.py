@@ -294,8 +294,8 @@ _DOCUMENT_KIND = frozenset(terms(DOCUMENT_WORDS.replace("|", " ") + " table file
 
 _FIELD_LABEL = re.compile(r"^\s*[^:：\s]{1,8}\s*[:：]")  # a short label: "证券代码:", "备案号："
 # a part of the document named with it names no document ("宪法第十条": 宪法; "Article 86 of the PRC Constitution");
-# "第12部分" names a document of a series
-_PART_OF_DOCUMENT = re.compile(r"第[一二三四五六七八九十百千零〇两\d]+[编章节条款](?!分)"
+# not "第12部分", which names a document of a series
+_PART_OF_DOCUMENT = re.compile(r"第[一二三四五六七八九十百千零〇两\d]+[编章节条款]"
                                r"|\b(?:article|art\.|chapter|section|clause)\s*[0-9]+\b", re.IGNORECASE)
 
 
