@@ -1142,6 +1142,11 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
                     else _column_score(h, naming, numbers, asked, meaning, symbols, missing, capitalized, forecast)
                     + (CURRENT_PERIOD_SCORE if current and _CURRENT_PERIOD.match(h) else 0.0) for h in headers]
 
+        def answer_scores(headers: list[str], condition_header: str = "") -> list[float]:
+            """The column scores a cell is chosen by: a change's column takes its base's (`_compared`)."""
+            scores = column_scores(headers, condition_header)
+            return _compared(headers, scores) if change else scores
+
         block_scores = column_scores(block_headers)
         extreme = _extreme_row(extreme_sign, q, asked_numbers, data, block_headers, block_scores) \
             if extreme_sign else None
@@ -1174,9 +1179,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
                 group_of = group
                 headers = block_headers if group is None else \
                     [g or (block_headers[j] if j < len(block_headers) else "") for j, g in enumerate(group)]
-                col_scores = block_scores if group is None else column_scores(headers)
-                if change and group is not None:
-                    col_scores = _compared(headers, col_scores)
+                col_scores = block_scores if group is None else answer_scores(headers)
             # the label: the first cell, or the second after a "No." column ("1.1.1 | 电芯容量 | …"),
             # with the word cells after it that name the row too (a row group's "ImageNet-LT | CC-SAM
             # | ResNeXt-50 | 63.1"); a label the question writes out ("≥-10" in "温度≥-10℃时") counts one more
@@ -1242,9 +1245,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
                 # EPS 2023A holds the condition, the closing price is asked, not PE 2023A)
                 condition_header = " ".join(headers[j] for j in stated if j < len(headers))
                 if condition_header.strip():
-                    scores_here = column_scores(headers, condition_header)
-                    if change:
-                        scores_here = _compared(headers, scores_here)
+                    scores_here = answer_scores(headers, condition_header)
             # (its label's terms beside the document's own name break ties first: "Places-LT | CE", not the paper's
             # own "Places-LT | CC-SAM" row)
             own = max(named(name, q, subject), named(label, q, subject), described) \
