@@ -478,7 +478,7 @@ def _document_title(context: Context) -> tuple[str, str] | None:
 
 
 def _table_unit(question: str, chunk, subject: frozenset[str] = frozenset(), glosses: str = "", label: str = "",
-                ) -> tuple[str, str, float] | None:
+                ) -> tuple[str, str, float, str] | None:
     """A table chunk's answer to the question as (what names the cell: label, header, caption,
     section; "row — column: value"; its bonus: CELL_BONUS when the question named the column too,
     as much again when it wrote the row's label out), or None when the question names none of its
@@ -493,7 +493,7 @@ def _table_unit(question: str, chunk, subject: frozenset[str] = frozenset(), glo
     where = " ".join((cell.label, cell.header, chunk.caption or chunk.section_path.rsplit(" > ", 1)[-1]))
     # a level asked for its change names the column of no change asked
     named_column = cell.column_score > 0 and cell.answers_change(question)
-    return where, cell.text, CELL_BONUS * (named_column + cell.written)
+    return where, cell.text, CELL_BONUS * (named_column + cell.written), cell.label if cell.written else ""
 
 
 # the words by which a question names its document ("《…》由哪个单位归口", "In the CC-SAM paper, …") name
@@ -679,6 +679,11 @@ def _script_asked(question: str) -> Callable[[str], bool] | None:
     return None
 
 
+# of its score, for a sentence not naming the table row the question writes out ("How many of Li Ke's (李柯) shares
+# …": a line of the table's header); it speaks of another row or of none (0.3–0.7 measured alike, +4 −0 of 4,289)
+UNNAMED_ROW_SHARE = 0.5
+ROW_NAME_MIN_CHARS = 2
+TOPIC_CHUNKS = 2  # a row label the prose of this many chunks says is what the passage is about ("CC-SAM")
 OTHER_ARTICLE_SHARE = 0.5  # of its score, for a unit of an article (a table) other than the one the question names
 # a code the question writes ("SF4", "TA33"): a short line writing it out whole (not "SF14") labels what is asked
 _WRITTEN_CODE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2,5}[0-9]{1,3}(?![A-Za-z0-9])")
@@ -860,7 +865,10 @@ def _with_relatedness(question: str, english: bool, units: Sequence[_Unit], scor
 # the question asks what follows a named item ("which constraint comes right after Regulatory
 # Constraints", "紧接在…之后的是哪一项")
 _ASKED_AFTER = re.compile(r"\b(?:right|immediately|directly)\s+(?:after|below)\s+(.+?)(?:[?？,，]|$)"
-                          r"|紧(?:接|跟)(?:在)?(.+?)(?:之后|后面)|(?:排|列)在[“\"「]?([^”\"」]+?)[”\"」]?(?:之后|后面)",
+                          r"|紧(?:接|跟)(?:在)?(.+?)(?:之后|后面)|(?:排|列)在[“\"「]?([^”\"」]+?)[”\"」]?(?:之后|后面)"
+                          # a quoted item: "在“A cartoon duck holding a paper”之后还写了一句什么", "what follows 'X'"
+                          r"|[“「]([^”」]{5,80})[”」](?:这一?[行句项条])?(?:之后|后面)"
+                          r"|\b(?:after|follows|following)\s+[“‘'\"]([^”’'\"]{5,80})[”’'\"]",
                           re.IGNORECASE)
 
 
@@ -1296,6 +1304,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     column = _COLUMN_NAMED.search(unquoted) if header_asked else None
     column_head = terms(column.group(1)[-2:] if column.group(1) else column.group(2)) if column else frozenset()
     units: list[_Unit] = []
+    rows_written: set[str] = set()  # the row labels of the context's tables the question writes out ("李柯")
     for order, c in enumerate(context.chunks):
         if c.chunk_id in catalogues:
             continue
@@ -1326,6 +1335,8 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             named_words = words(cell[0]) | {w for w in qw if terms(w) and terms(w) <= held}
             units.append(_Unit((terms(cell[0]) - foreign) | held, named_words - foreign_words, cell[2], credit, order,
                                0, cell[1], c.chunk_id, False, translated, True))
+            if len(cell[3]) >= ROW_NAME_MIN_CHARS and cell[3] in question and not terms(cell[3]) <= held:
+                rows_written.add(cell[3])
         # beside its cell, a table answers with its notes ("注：…", a limit stated under it)
         quoted, lead = entries if entries is not None else table_notes(c.chunk) if cell is not None else \
             prose.get(c.chunk_id) or evidence_units(c.chunk, ordinal is not None), ""
@@ -1443,6 +1454,10 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     labelled = re.compile(rf"{named}\s*(?:[:：]|(?:是|系)?指(?!出))\s*\S"
                           rf"|^\s*{named}\s+[^，。,;；:：]{{1,{GLOSSARY_MAX_CHARS}}}$") if len(named) >= 2 else None
     after_anchor = _after_anchor(question, units)
+    # (a label the prose of several chunks says is the passage's topic, not a row: it picks no sentence; a row's
+    # note under its table says it in that one chunk, "注3:此数不包括夏佐全先生…")
+    rows_written = {label for label in rows_written
+                    if len({u.chunk_id for u in units if u.sentence and label in u.text}) < TOPIC_CHUNKS}
     aside, set_aside = _set_aside(question, context), set()  # (and the units stating it)
     bracketed = written.split()
     in_script = _script_asked(question)
@@ -1491,6 +1506,8 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             hit *= OTHER_SCRIPT_SHARE
         if i in other_articles or order in other_tables:
             hit *= OTHER_ARTICLE_SHARE
+        if sentence and rows_written and not any(label in unit for label in rows_written):
+            hit *= UNNAMED_ROW_SHARE
         if codes is not None and len(unit) <= CODE_LINE_CHARS and codes.search(unit) \
                 or sections is not None and sections.match(unit):
             hit += CODE_BONUS

@@ -829,6 +829,38 @@ def test_a_question_asking_the_row_after_a_named_one_gets_the_next_row_of_the_ta
     assert "组织委员 | 1" not in extractive_answer("紧接在组织委员之后列出的是哪个职位？", ctx, S).text
 
 
+def test_a_question_asking_what_follows_a_quoted_item_gets_the_next_item():
+    # mineru_docx_demo_zh_en_headings_tables_images.docx, chunk 4 as landed: the quoted item holds the question's words
+    demo = _chunk("demo.docx_4", "1 有序列表构成的章节标题\n1.1 显式空白字符表示\n1. 和文本在一起的带下划线的空格\n"
+                  "2. 单独的带下划线的空格\n3. 单独的带删除线的空格\n4. 带删除线和下划线的空格", "text",
+                  section_path="1 有序列表构成的章节标题 > 1.1 显式空白字符表示")
+    ctx = _context((demo, 0.9))
+    answer = extractive_answer("在MinerU的DOCX演示文档中，“和文本在一起的带下划线的空格”之后列出的下一种空白字符是什么？", ctx, S)
+    assert answer.text.startswith("2. 单独的带下划线的空格")
+    answer = extractive_answer("Which item of the demo's whitespace list follows '单独的带删除线的空格'?", ctx, S)
+    assert answer.text.startswith("4. 带删除线和下划线的空格")
+
+
+def test_a_sentence_not_naming_the_table_row_the_question_writes_out_yields_to_that_row():
+    # byd_2025q1_quarterly_report.pdf as landed: the top-ten table's header is in the picture of page 3 (its text a
+    # run of column names); page 4 goes on with the rows alone. The question names the column as the header does
+    picture = _chunk("byd.pdf_14", "前 10 名股东持股情况（不含通过转融通出借股份）\n质押、标记或冻结情况\n"
+                     "股东名称      股东性质  持股比例   持股数量   持有有限售条\n件的股份数量\n股份状态   数量\n"
+                     "HKSCC NOMINEES LIMITED  境外法人      40.38%   1,227,261,708\n0   不适用        0", "image")
+    rows = _chunk("byd.pdf_15", "融捷投资控股集团有限公司 | 境内非国有法人 | 5.11% | 155,149,602 | 0 | 质押 | 13,570,000\n"
+                  "夏佐全 | 境内自然人 | 2.72% | 82,635,607（注3） | 61,976,705 | 质押 | 2,715,000\n"
+                  "李柯 | 境内自然人 | 0.36% | 10,861,400 | 8,146,050 | 不适用 | 0\n"
+                  "注3:此数不包括夏佐全先生及其控股的海外公司SIGN INVESTMENTS LIMITED分别持有的195,000股H股和305,000股H股；")
+    ctx = _context((picture, 0.8), (rows, 0.8))
+    for name, value in (("Li Ke (李柯)", "8,146,050"), ("Xia Zuoquan (夏佐全)", "61,976,705")):
+        answer = extractive_answer(f"BYD's Q1 2025 report lists {name} among its top ten shareholders. How many of "
+                                   "the shares carry selling restrictions (持有有限售条件的股份数量)?", ctx, S)
+        assert value in answer.text and answer.citations == ["byd.pdf_15"]
+    # a sentence naming the row still answers what it says of it
+    answer = extractive_answer("注3说明夏佐全的持股数不包括哪家海外公司持有的H股？", ctx, S)
+    assert "SIGN INVESTMENTS LIMITED" in answer.text
+
+
 def test_a_question_asking_a_numbered_figures_title_gets_its_caption_not_a_sentence_citing_it():
     # redp5110_sampled.md as landed: the sentence citing Figure 4-68 ranks first, its caption line is further down
     cites = _chunk("redp.md_61", "Figure 4-68 shows the Visual Explain of the same SQL statement, but with RCAC "
@@ -995,8 +1027,10 @@ def test_a_cell_whose_row_the_question_writes_out_gets_a_bonus_as_a_named_column
     flows = _chunk("byd.pdf_24", "项目 | 本期发生额 | 上期发生额\n支付给职工以及为职工支付的现金 | 16,523,000.00 | 12,918,000.00\n"
                    "支付的各项税费 | 13,560,344,000.00 | 7,927,455,000.00")
     question = "比亚迪现金流量表中，上年同期（2024年1-3月）支付的各项税费是多少？"
-    assert _table_unit(question, flows)[1:] == ("支付的各项税费 — 上期发生额: 7,927,455,000.00", 2 * CELL_BONUS)
-    assert _table_unit(question, changes)[1:] == ("筹资活动产生的现金流量净额 — 2024年1-3月: -5,183,543,000.00", CELL_BONUS)
+    assert _table_unit(question, flows)[1:] == ("支付的各项税费 — 上期发生额: 7,927,455,000.00", 2 * CELL_BONUS,
+                                                "支付的各项税费")
+    assert _table_unit(question, changes)[1:] == ("筹资活动产生的现金流量净额 — 2024年1-3月: -5,183,543,000.00", CELL_BONUS,
+                                                  "")
 
 
 def test_a_document_whose_heading_is_the_name_the_question_gives_holds_all_of_that_name():

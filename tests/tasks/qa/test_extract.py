@@ -141,8 +141,8 @@ def test_a_level_is_no_answer_to_a_change_asked():
     forecast = Chunk(content=" | 2022 | 2023\n净利润(百万元) | 2155 | 2952\n(+/-%) | -13.5% | 37.0%",
                      chunk_type=TABLE, source="broker.pdf", chunk_id="broker.pdf_21")
     glosses = "净利润 净利 收益 预测"
-    (_, level, level_bonus), (_, change, change_bonus) = (_table_unit(question, c, glosses=glosses)
-                                                          for c in (statement, forecast))
+    (_, level, level_bonus, _), (_, change, change_bonus, _) = (_table_unit(question, c, glosses=glosses)
+                                                                for c in (statement, forecast))
     assert (level, change) == ("净利润 — 2022: 2155", "净利润(百万元) (+/-%) — 2022: -13.5%")
     assert change_bonus > level_bonus
 
