@@ -1126,8 +1126,8 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
              and _writes(asked, _plain(row[0]))}
     # so is a grade or code it writes out ("TA12 (not TA12-1)", "TC6"): another code's row shares only its parts
     # ("ta", "12" and the "1" of "Table 1" name "TA12-1" as well as "TA12")
-    codes = {row[0] for row, _ in rows[1:] if row and _CODE_LABEL.match(_plain(row[0]))
-             and _writes(asked, _plain(row[0]))}
+    codes = _whole_codes({row[0] for row, _ in rows[1:] if row and _CODE_LABEL.match(_plain(row[0]))
+                          and _writes(asked, _plain(row[0]))}, question)
     for block_headers, data in _blocks(rows):
         group_written = None  # the row score of the group item ("（一）…") the question writes out, while its items follow
         # a block with a column saying the opposite of what is asked is the other table ("前10名无限售条件
@@ -1380,6 +1380,19 @@ _SET_APART = re.compile(r"\b(?:not|rather than)\s+(?:the\s+)?\S+\s+itself\b|(?:�
 
 
 _UNIT_SUFFIX = re.compile(r"(?<=.{2})\([^()0-9]{1,6}\)$")  # "营业收入(元)" (`_plain`), "voltage(v)": the unit
+
+
+# a code as the question writes it, whole: "TA1G-1", "TA32", "TC4" of "TC4钛合金"
+_CODE_WRITTEN = re.compile(r"(?<![a-z0-9])[a-z]{1,3}[0-9][a-z0-9]*(?:-[a-z0-9]+)*")
+
+
+def _whole_codes(codes: set[str], question: str) -> set[str]:
+    """Of the codes the question writes out, those it writes whole, when it does: not "TA1" and "TA1G" of "TA1G-1",
+    nor "TA3" of "TA32" (`_plain` drops the spaces that tell where a code ends), as OCR may have read them ("TA7E1I"
+    for "TA7ELI")."""
+    whole = {t.translate(_GRADE_LOOKALIKES)
+             for t in _CODE_WRITTEN.findall(unicodedata.normalize("NFKC", question).lower())}
+    return {code for code in codes if _plain(code).translate(_GRADE_LOOKALIKES) in whole} or codes
 
 
 def _writes(asked: str, label: str, unit_apart: bool = False) -> bool:
