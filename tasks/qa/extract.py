@@ -639,7 +639,7 @@ _ELEMENT_NAME = re.compile("|".join(rf"\b{n}\b" if n.isascii() else n for names 
                            re.IGNORECASE)
 _SYMBOL_OF = {n: symbol for symbol, names in ELEMENTS.items() for n in names}
 _ELEMENT_DESCRIBES = re.compile(rf"含({_ELEMENT_NAME.pattern})的|\b(?:containing|with)\s+({_ELEMENT_NAME.pattern})\b"
-                                rf"|\b({_ELEMENT_NAME.pattern})-(?:bearing|containing)\b", re.IGNORECASE)
+                                rf"|\b({_ELEMENT_NAME.pattern})-(?:bearing|containing|rich|based)\b", re.IGNORECASE)
 _ELEMENT_SYMBOL = re.compile(rf"(?<![A-Za-z0-9.\-])(?:{'|'.join(s for s in ELEMENTS if len(s) > 1)})(?![A-Za-z0-9])")
 # a one-letter symbol only where the question asks its content ("中V的含量范围", "the N content"), not volts' "3.2 V"
 _LETTER_SYMBOL = re.compile(rf"(?<=[\u4e00-\u9fff\s])([{''.join(s for s in ELEMENTS if len(s) == 1)}])"

@@ -270,6 +270,8 @@ def test_an_element_naming_the_alloy_is_not_the_one_asked():
     assert table_cell("含铁的TC15钛合金（名义5Al-2.5Fe），其铝元素在GB/T 3620.1—2016中的允许区间是多少？", table).value \
         == "4.5~5.5"
     assert table_cell("What is the aluminium range of the iron-bearing grade TC15?", table).value == "4.5~5.5"
+    assert table_cell("For the tantalum-rich alloy TA32, what zirconium range does Table 1 set?", table).value \
+        == "2.5 ~3.5"
     # named alone, it is the one asked
     assert table_cell("含钽的TA32中钽的含量范围是多少？", table).value == "0.2~0.7"
 
