@@ -494,6 +494,19 @@ def _states(cell: str, question_numbers: set[str]) -> bool:
     return bool(_NUMBER_CELL.match(cell)) and bool(own) and own <= question_numbers and not _years(own)
 
 
+_ITEMS = re.compile(r"\s*[,，、;；]\s*")
+LIST_ITEM_MAX_CHARS = 24  # a list of names ("Ash, Elm, Maple"), not clauses
+
+
+def _lists_written(cell: str, asked: str) -> bool:
+    """Is `cell` a list of words one item of which the question (`_plain`) writes out ("Blueberry, Strawberry,
+    Cranberry" of "the food group that includes Strawberry"): a condition the row is picked by, no answer?"""
+    items = [_plain(item) for item in _ITEMS.split(cell)]
+    return len(items) >= 2 and max(map(len, items)) <= LIST_ITEM_MAX_CHARS and not _HAS_DIGIT.search(cell) and any(
+        len(item) >= (2 if _HAS_CJK.search(item) else 4) and item in asked
+        for item in items)
+
+
 def _repeats_header(row: list[str], header_rows: list[list[str]]) -> bool:
     """Is `row` a header row again ("合金 | 主要成分 | 杂质，不大于 | GB/T3620.1—2016" after a page break),
     by its first two cells, its first cell and words only, or all cells but an OCR-garbled first? A row
@@ -1236,7 +1249,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
                 continue
             # a value the question states is the row's condition, not its answer ("充到90% SOC那一段的
             # 充电电流": the row holding "90%" is the one asked, its other cell the answer)
-            stated = [j for j in values if _states(row[j], conditions)]
+            stated = [j for j in values if _states(row[j], conditions) or _lists_written(row[j], asked)]
             conditioned = 0 < len(stated) < len(values)
             scores_here = col_scores
             if conditioned:

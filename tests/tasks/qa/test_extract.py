@@ -10,8 +10,8 @@ from schemas.settings import Settings
 from tasks.qa.answer import (_table_unit, asked_ordinal, extractive_answer, heading_asked, item_number, sentences,
                              table_notes)
 from tasks.qa.context import build_context
-from tasks.qa.extract import (_cell_by_value, _rows, _symbols_asked, _unshifted, answers_what_is_asked, Cell,
-                              cjk_numbers, document_scope, focus, form_lines, LAST, asked_column, asked_row,
+from tasks.qa.extract import (_cell_by_value, _lists_written, _rows, _symbols_asked, _unshifted, answers_what_is_asked,
+                              Cell, cjk_numbers, document_scope, focus, form_lines, LAST, asked_column, asked_row,
                               labelled_rows, scope_only_terms, scope_parts, shortest_clause, table_cell, terms,
                               without_answer_form)
 from tasks.qa.types import Candidate
@@ -1675,6 +1675,19 @@ def test_the_condition_columns_words_name_no_other_column():
     assert (cell.header, cell.value) == ("收盘价人民币", "4.0")
     # a year the question names for the column asked still names it
     assert table_cell("可比公司估值表中，收盘价为18.9元的那家公司2023A的PE是多少？", peers).value == "11.8"
+
+
+def test_a_list_cell_holding_a_name_the_question_writes_is_the_rows_condition_not_its_answer():
+    # word_sample.docx's food table, as landed: the group holding Strawberry is picked by it; its calories are asked
+    food = (" | Food | Calories per portion\nLeaves | Ash, Elm, Maple | 50\nBerries | Blueberry, Strawberry, Cranberry"
+            " | 150\nGrain | Corn, Buckwheat, Barley | 200")
+    # (the Chinese question's words translate to "food" and "strawberry", none to the calories' header)
+    for question, glosses in (("“Let’s eat”食物表中包含草莓（Strawberry）的那一类，每份热量是多少？", "food strawberry"),
+                              ("In the food table, the group that lists Maple gives how many calories?", "")):
+        cell = table_cell(question, food, glosses=glosses)
+        assert (cell.header, cell.value) == ("Calories per portion", "150" if "Strawberry" in question else "50")
+    # a cell of clauses is no list of names: "the copy carries a watermark" is said, not a condition
+    assert not _lists_written("national standard (SAC copyright); the copy carries a watermark", "watermark")
 
 
 def test_a_closing_sentence_saying_in_what_language_to_answer_is_not_what_is_asked():
