@@ -481,7 +481,7 @@ def _table_unit(question: str, chunk, subject: frozenset[str] = frozenset(), glo
                 ) -> tuple[str, str, float, str] | None:
     """A table chunk's answer to the question as (what names the cell: label, header, caption,
     section; "row — column: value"; its bonus: CELL_BONUS when the question named the column too,
-    as much again when it wrote the row's label out), or None when the question names none of its
+    as much again when it wrote the row's label out; that label, or ""), or None when the question names none of its
     row labels. `subject`: the question's terms that name the document; `glosses`: the Chinese its
     words translate to; `label`: the short line right before the table (`labelled_rows`)."""
     content = labelled_rows(chunk.content, label)

@@ -502,9 +502,9 @@ def _lists_written(cell: str, asked: str) -> bool:
     """Is `cell` a list of words one item of which the question (`_plain`) writes out ("Blueberry, Strawberry,
     Cranberry" of "the food group that includes Strawberry"): a condition the row is picked by, no answer?"""
     items = [_plain(item) for item in _ITEMS.split(cell)]
-    return len(items) >= 2 and max(map(len, items)) <= LIST_ITEM_MAX_CHARS and not _HAS_DIGIT.search(cell) and any(
-        len(item) >= (2 if _HAS_CJK.search(item) else 4) and item in asked
-        for item in items)
+    if len(items) < 2 or max(map(len, items)) > LIST_ITEM_MAX_CHARS or _HAS_DIGIT.search(cell):
+        return False
+    return any(len(item) >= (2 if _HAS_CJK.search(item) else 4) and item in asked for item in items)
 
 
 def _repeats_header(row: list[str], header_rows: list[list[str]]) -> bool:

@@ -1310,11 +1310,12 @@ def test_a_grade_the_question_writes_whole_is_asked_not_a_shorter_one_it_starts_
     pure = ("牌号 | 名义化学成分 | 杂质，不大于 H | Ta\nTA1 | 工业纯钛 | 0.015 | \nT A3 | 工业纯钛 | 0.015 | \n"
             "TA1G | 工业纯钛 | 0.015 | \nTA1G-1 | 工业纯钛 | 0.003 | \nTA31 | Ti-6.A1- 3Nb- 2Zr 1Mo | 0.015 | \n"
             "TA32 | Tr- 5.5A-3.5Sn-3Zr-1Mo-0.5Nb-0.7Ta-0.3Si | 0.012 5 | 0.2~0.7")
-    assert table_cell("Commercially pure grade TA1G-1 has unusually tight interstitial limits in GB/T 3620.1-2016. What "
-                      "is its maximum hydrogen content, in mass %?", pure).label == "TA1G-1"
+    assert table_cell("Commercially pure grade TA1G-1 has unusually tight interstitial limits in GB/T 3620.1-2016. "
+                      "What is its maximum hydrogen content, in mass %?", pure).label == "TA1G-1"
     assert table_cell("Under GB/T 3620.1—2016, how much tantalum must grade TA32 contain?", pure).label == "TA32"
     # a grade written exactly is not read as a longer one by OCR's lookalikes ("ta3in" as "ta31n")
-    assert table_cell("For grade TA3 in Table 1 of GB/T 3620.1-2016, what is the hydrogen ceiling?", pure).label == "T A3"
+    assert table_cell("For grade TA3 in Table 1 of GB/T 3620.1-2016, what is the hydrogen ceiling?", pure).label \
+        == "T A3"
 
 
 
