@@ -263,7 +263,9 @@ _LIST_OPENING = re.compile(rf"^(.*[:：])\s*(?:{_ITEM_MARK}|$)")
 _OPENS_LIST = re.compile(r"^(.*[:：])\s*[（(][一二三四五六七八九十1]+[)）]")
 # the question asks for a list's n-th item ("第三个条件", "the second requirement"; not "第十五条", an article)
 _ASKED_ORDINAL = re.compile(r"第[（(]?([一二三四五六七八九十]{1,3}|[0-9]{1,2})[)）]?(?:个|项|点|种|步|段|条件)|(最后)一?(?:个|项|点|种|步|段|条)"
-                            rf"|\b({ORDINAL_WORDS})\b(?!\s+(?:quarter|half)\b)"
+                            # (not "first quarter", nor a compound, "first-quarter", "third-party", "first-order",
+                            # unless of a row or an item: "the first-row cell")
+                            rf"|\b({ORDINAL_WORDS})\b(?!\s+(?:quarter|half)\b)(?!-(?!(?:row|item|listed)\b))"
                             r"|\b(?:item|point|step)\s+[(（]?([0-9]{1,2})\b", re.IGNORECASE)
 _ENGLISH_ORDINAL = re.compile(rf"\b(?:{ORDINAL_WORDS})\b", re.IGNORECASE)
 # an item's number: "（二）", or "2." / "2、" opening it or following its list's "…包括：" (not "2.1.6")

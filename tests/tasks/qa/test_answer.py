@@ -13,8 +13,8 @@ from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, RRF
 from schemas.settings import Settings
 from tasks.qa.answer import (CELL_BONUS, CONFIDENCE_LOW, CONFIDENCE_MID, LAST, NOT_FOUND, SYSTEM_PROMPT, Answerer,
                           _enumerates, _heading_written, _label_named, _line_at, _sections_written, _subject_terms,
-                          _table_unit, build_messages, confidence, confidence_instruction, cosine_floor, evidence_units,
-                          extractive_answer, grade_evidence, sentences, validate_citations)
+                          _table_unit, asked_ordinal, build_messages, confidence, confidence_instruction, cosine_floor,
+                          evidence_units, extractive_answer, grade_evidence, sentences, validate_citations)
 from tasks.qa.context import ASKS_DOCUMENT_TITLE, Context, build_context
 from tasks.qa.extract import answers_what_is_asked, document_scope, measure_asked, negated_terms, scope_parts, terms
 from tasks.common.llm import ChatClient
@@ -1667,3 +1667,17 @@ def test_a_sentence_holding_a_number_of_the_measure_asked_answers_how_many_of_it
     # a calendar year is no number of years; a stake (股权) is no number of shares
     assert measure_asked("原始设计寿命为多少年？").search("2025年报告") is None
     assert measure_asked("公司持有它多少股权？") is None
+
+
+def test_a_compound_ordinal_asks_no_list_item():
+    # byd_2025q1_quarterly_report.pdf: "first-quarter" names the report, not item "1." of its page-1 declaration
+    declaration = _chunk("byd.pdf_1", "重要内容提示:1.董事会、监事会及董事、监事、高级管理人员保证季度报告的真实、准确、完整，不存在虚假"
+                         "记载、误导性陈述或重大遗漏，并承担个别和连带的法律责任。", "text")
+    cash = _chunk("byd.pdf_24", "项目 | 本期发生额 | 上期发生额\n销售商品、提供劳务收到的现金 | 186,993,954,000.00 | "
+                  "124,156,838,000.00\n收到的税费返还 | 5,022,700,000.00 | 3,605,599,000.00")
+    ctx = _context((declaration, 0.4), (cash, 0.3))
+    question = ("How much cash did BYD collect from selling goods and providing services in January–March 2025, "
+                "according to the current-period column of the cash flow statement in its first-quarter report?")
+    assert asked_ordinal(question) is None
+    assert "186,993,954,000.00" in extractive_answer(question, ctx, S).text
+    assert asked_ordinal("what does the first-row cell under Column B say?") == 1
