@@ -654,9 +654,10 @@ _SYMBOL_OF = {n: symbol for symbol, names in ELEMENTS.items() for n in names}
 _ELEMENT_DESCRIBES = re.compile(rf"含({_ELEMENT_NAME.pattern})的|\b(?:containing|with)\s+({_ELEMENT_NAME.pattern})\b"
                                 rf"|\b({_ELEMENT_NAME.pattern})-(?:bearing|containing|rich|based)\b", re.IGNORECASE)
 _ELEMENT_SYMBOL = re.compile(rf"(?<![A-Za-z0-9.\-])(?:{'|'.join(s for s in ELEMENTS if len(s) > 1)})(?![A-Za-z0-9])")
-# a one-letter symbol only where the question asks its content ("中V的含量范围", "the N content"), not volts' "3.2 V"
+# a one-letter symbol only where the question asks its content ("中V的含量范围", "the N content", "O杂质"), not volts'
+# "3.2 V"
 _LETTER_SYMBOL = re.compile(rf"(?<=[\u4e00-\u9fff\s])([{''.join(s for s in ELEMENTS if len(s) == 1)}])"
-                            r"(?=\s*(?:的?含量|的?(?:范围|上限|下限)|元素|\s+(?:content|limit|range)\b))")
+                            r"(?=\s*(?:的?含量|的?(?:范围|上限|下限|杂质)|元素|\s+(?:content|limit|range|impurity)\b))")
 
 
 @lru_cache(maxsize=4096)
@@ -920,6 +921,11 @@ _ASKS_ALL_OTHERS = re.compile(r"\ball\s+(?:[0-9]+\s+)?(?:of\s+the\s+)?other|\bev
 _EXCEPT = re.compile(r"\bexcept\b|\bbut one\b|除了?|以外|之外", re.IGNORECASE)
 # or the one item an item is not marked at ("SF1 provides input to every other … except one. Which one?")
 _ASKS_EXCEPT_ONE = re.compile(r"\bexcept (?:for )?one\b|\bbut one\b|除了?一个", re.IGNORECASE)
+# or the items written are the only ones left unmarked ("除自身外只有SF11、SF12、SF14三列没有打×", "唯独不向SF2和SF9提供",
+# "leaves only the SF9 and SF14 rows unmarked", "left blank only under SF10", "marked for every factor except SF1"): all
+# the others are marked
+_ONLY_UNMARKED = re.compile(r"(?:只有|只在|仅在?|唯独|\bonly\b)[^？?。]{0,40}?(?:没有?打|未打|不打|没有?标|\bunmarked\b|\bblank\b)"
+                            r"|唯独不|\b(?:unmarked|blank|empty)\s+only\b|\bevery\b[^?？。]{0,40}?\bexcept\b", re.IGNORECASE)
 MIN_MATRIX_ITEMS = 3
 
 
@@ -958,10 +964,11 @@ def _matrix_cell(question: str, content: str, glosses: str) -> Cell | None:
     ranges = list(_ITEM_RANGE.finditer(asked))
     not_marked = _NOT_MARKED.search(asked)
     except_one = bool(_ASKS_EXCEPT_ONE.search(question))
-    exactly = bool(_ASKS_EXACTLY.search(question)) or bool(ranges and not_marked)
-    all_others = bool(_ASKS_ALL_OTHERS.search(question))
+    only_unmarked = bool(_ONLY_UNMARKED.search(question)) and not except_one
+    exactly = not only_unmarked and (bool(_ASKS_EXACTLY.search(question)) or bool(ranges and not_marked))
+    all_others = bool(_ASKS_ALL_OTHERS.search(question)) or only_unmarked
     # "every other factor except SF12, SF13 and SF14": all the others but the items written
-    all_but = all_others and bool(_EXCEPT.search(question)) and not except_one
+    all_but = all_others and (bool(_EXCEPT.search(question)) or only_unmarked) and not except_one
     if not (exactly or all_others or except_one) or (_EXCEPT.search(question) and not (except_one or all_but)):
         return None
     found = _matrix(content)
@@ -974,8 +981,8 @@ def _matrix_cell(question: str, content: str, glosses: str) -> Cell | None:
     in_range = {item for item in spans for m in ranges if _plain(item) in
                 {f"{m.group(1)}{n}" for n in range(int(m.group(2)), int(m.group(3)) + 1)}}
     # (an item written only after "却不", "neither" is one the answer is not marked at)
-    written = {item for item, at in spans.items() if any(not not_marked or a < not_marked.start() for a in at)} \
-        | in_range
+    written = {item for item, at in spans.items() if any(only_unmarked or not not_marked or a < not_marked.start()
+                                                          for a in at)} | in_range
     hits = []
     for group, other, lines, others in ((row_group, column_group, marked, set(by_column)),
                                         (column_group, row_group, by_column, set(marked))):

@@ -221,6 +221,13 @@ def test_a_matrix_of_marks_answers_which_row_or_column_is_marked_at_the_items_as
         == "提供输入的安全要素 SF12"
     assert asked("附录A矩阵按列看，为SF1、SF3、SF4、SF6、SF8、SF11、SF12、SF13提供评价输入、此外不向其他要素提供输入的是哪个安全要素？")[0] \
         == "提供输入的安全要素 SF7"
+    # the items written are the only ones left unmarked: all the others are marked
+    assert asked("附录A关联矩阵中，哪一个接受输入的安全要素在除自身外只有SF12、SF13、SF14三列没有打×？")[0] \
+        == "接受输入的安全要素 SF4"
+    assert asked("附录A关联矩阵中，哪一个要素除自身外向所有接受输入的要素都提供输入、唯独不向SF10提供？")[0] \
+        == "提供输入的安全要素 SF1"
+    assert asked("Which receiving safety factor is left blank only under SF12, SF13 and SF14, apart from its own "
+                 "diagonal cell?", glosses="接受 输入 安全 要素")[0] == "接受输入的安全要素 SF4"
 
 
 @pytest.fixture(scope="module")
@@ -282,6 +289,7 @@ def test_a_one_letter_symbol_is_the_element_asked_only_before_its_content():
         == "24.0~28.0"
     assert _symbols_asked("What is the N content limit of TA7?") == {"n"}
     assert _symbols_asked("电池电压为3.2 V时的容量是多少？") == frozenset()  # volts
+    assert _symbols_asked("工业纯钛TA2G，其O杂质不得超过多少？") == {"o"}
 
 
 def test_a_symbol_ocr_misread_heads_the_column_asked_unless_the_symbol_heads_one():
