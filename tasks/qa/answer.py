@@ -870,14 +870,24 @@ _ASKED_AFTER = re.compile(r"\b(?:right|immediately|directly)\s+(?:after|below)\s
                           r"|紧(?:接|跟)(?:在)?(.+?)(?:之后|后面)|(?:排|列)在[“\"「]?([^”\"」]+?)[”\"」]?(?:之后|后面)"
                           # a quoted item: "在“A cartoon duck holding a paper”之后还写了一句什么", "what follows 'X'"
                           r"|[“「]([^”」]{5,80})[”」](?:这一?[行句项条])?(?:之后|后面)"
-                          r"|\b(?:after|follows|following)\s+[“‘'\"]([^”’'\"]{5,80})[”’'\"]",
+                          r"|\b(?:after|follows|following)\s+[“‘'\"]([^”’'\"]{5,80})[”’'\"]"
+                          # the one between two items follows the first ("sits between 'A' and 'B'"; not a range,
+                          # "between -10℃ and -5℃")
+                          r"|\bbetween\s+[“‘'\"]([^”’'\"]{3,80})[”’'\"]\s+and\b"
+                          r"|\bbetween\s+(?:the\s+)?([A-Za-z][^,，?？'\"0-9]{2,80}?)\s+and\b",
                           re.IGNORECASE)
+# or what precedes it ("which constraint is listed immediately before Budget Constraints", "紧接在…之前"; not "X前面的编号",
+# the number written before X)
+_ASKED_BEFORE = re.compile(r"\b(?:right|immediately|directly|just)\s+(?:before|above|preceding)\s+(.+?)(?:[?？,，]|$)"
+                           r"|紧(?:接|挨)(?:在)?(.+?)之前|(?:排|列)在[“\"「]?([^”\"」]+?)[”\"」]?之前", re.IGNORECASE)
 
 
 def _after_anchor(question: str, units: Sequence[_Unit]) -> dict[int, float]:
-    """Bonuses by unit index when the question asks what follows a named item: ORDINAL_BONUS for the
-    sentence after the one holding most of the item's terms (in its chunk), as much off that one."""
+    """Bonuses by unit index when the question asks what follows (or precedes) a named item: ORDINAL_BONUS for the
+    sentence after (before) the one holding most of the item's terms (in its chunk), as much off that one."""
     m = _ASKED_AFTER.search(question)
+    before = _ASKED_BEFORE.search(question) if m is None else None
+    m = m or before
     anchor = terms(next((g for g in m.groups() if g), "")) if m else frozenset()
     if not anchor:
         return {}
@@ -887,9 +897,13 @@ def _after_anchor(question: str, units: Sequence[_Unit]) -> dict[int, float]:
         return {}
     out = {best: -ORDINAL_BONUS}
     # (a list's first item is a unit with its opening line and alone: the one after it is the next item)
-    after = next((i for i in range(best + 1, len(units)) if units[i].text not in units[best].text), None)
-    if after is not None and units[after].chunk_id == units[best].chunk_id and units[after].pos <= units[best].pos + 2:
-        out[after] = ORDINAL_BONUS
+    steps = range(best - 1, -1, -1) if before else range(best + 1, len(units))
+    # (and the unit before an item is no unit holding it: its list's opening line quoted with it)
+    near = next((i for i in steps if units[i].text not in units[best].text
+                 and not (before and units[best].text in units[i].text)), None)
+    if near is not None and units[near].chunk_id == units[best].chunk_id \
+            and abs(units[near].pos - units[best].pos) <= 2:
+        out[near] = ORDINAL_BONUS
     return out
 
 
@@ -1029,7 +1043,22 @@ def _contents_entries(chunk) -> list[str] | None:
     lines = [line.strip() for line in evidence_text(chunk).splitlines() if line.strip()]
     if not lines or 2 * sum(bool(_TOC_LINE.search(line)) for line in lines) < len(lines):
         return None
-    return [_LEADER.sub(" ", line.replace(" | ", " ")).strip() for line in lines]
+    entries = [_LEADER.sub(" ", line.replace(" | ", " ")).strip() for line in lines]
+    return [part for entry in entries for part in _glued_entries(entry)]
+
+
+_ENTRY_NUMBER = re.compile(r"^([0-9]{1,2})(?:\.[0-9]{1,2}){0,3}\s")
+
+
+def _glued_entries(entry: str) -> list[str]:
+    """A contents line holding the next entries too, their leaders and pages lost ("3.6.6 Activating RCAC 3.6.7
+    Demonstrating data access with RCAC 29"), cut before each entry numbered in the same chapter: the page closing
+    the line is the last one's."""
+    m = _ENTRY_NUMBER.match(entry)
+    if m is None:
+        return [entry]
+    parts = re.split(rf"\s+(?={m.group(1)}(?:\.[0-9]{{1,2}}){{1,3}}\s)", entry)
+    return [part for part in parts if len(part) > len(part.split(None, 1)[0])] or [entry]
 
 
 # an item of a list numbering none ("- Strikethrough bullet 4"; "r DB2 Web Query": a symbol font's bullet)
@@ -1464,6 +1493,13 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     bracketed = written.split()
     in_script = _script_asked(question)
     codes, sections = _codes_written(question), _sections_written(question)
+    # a code the prose of several chunks says is what the passage is about, as a row label is ("DB2" of "IBM关于DB2
+    # for i行列访问控制的红皮书"), not the line asked
+    said_in: dict[str, set[str]] = {}
+    for u in units if codes is not None else []:
+        for found in codes.findall(u.text) if u.sentence else []:
+            said_in.setdefault(found, set()).add(u.chunk_id)
+    topic_codes = {found for found, chunk_ids in said_in.items() if len(chunk_ids) >= TOPIC_CHUNKS}
     cited = _cited_entry(question)
     asked_years = _YEAR_WRITTEN.findall(question)
     measured = measure_asked(question)
@@ -1510,8 +1546,8 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             hit *= OTHER_ARTICLE_SHARE
         if sentence and rows_written and not any(label in unit for label in rows_written):
             hit *= UNNAMED_ROW_SHARE
-        if codes is not None and len(unit) <= CODE_LINE_CHARS and codes.search(unit) \
-                or sections is not None and sections.match(unit):
+        code = codes.search(unit) if codes is not None and len(unit) <= CODE_LINE_CHARS else None
+        if code is not None and code.group() not in topic_codes or sections is not None and sections.match(unit):
             hit += CODE_BONUS
         if i in headings_asked or i in entries_asked or (cited is not None and cited.match(unit)):
             hit += HEADING_BONUS

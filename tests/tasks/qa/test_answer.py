@@ -11,10 +11,11 @@ import pytest
 from schemas.chunk import Chunk
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, RRF
 from schemas.settings import Settings
-from tasks.qa.answer import (CELL_BONUS, CONFIDENCE_LOW, CONFIDENCE_MID, LAST, NOT_FOUND, SYSTEM_PROMPT, Answerer,
-                          _enumerates, _heading_written, _label_named, _line_at, _sections_written, _subject_terms,
-                          _table_unit, asked_ordinal, build_messages, confidence, confidence_instruction, cosine_floor,
-                          evidence_units, extractive_answer, grade_evidence, sentences, validate_citations)
+from tasks.qa.answer import (_ASKED_AFTER, CELL_BONUS, CONFIDENCE_LOW, CONFIDENCE_MID, LAST, NOT_FOUND, SYSTEM_PROMPT,
+                          Answerer, _enumerates, _heading_written, _label_named, _line_at, _sections_written,
+                          _subject_terms, _table_unit, asked_ordinal, build_messages, confidence,
+                          confidence_instruction, cosine_floor, evidence_units, extractive_answer, grade_evidence,
+                          sentences, validate_citations)
 from tasks.qa.context import ASKS_DOCUMENT_TITLE, Context, build_context
 from tasks.qa.extract import answers_what_is_asked, document_scope, measure_asked, negated_terms, scope_parts, terms
 from tasks.common.llm import ChatClient
@@ -663,6 +664,32 @@ def test_a_contents_entry_holding_little_but_its_title_answers_the_page_asked():
         == "Preface xi[ref:redp5110_sampled.md_3]"
 
 
+def test_a_contents_line_holding_the_next_entry_gives_its_page_to_that_entry():
+    # redp5110_sampled.md as landed (chunk 3): docling glued 3.6.7 to 3.6.6, whose page was lost
+    leaders = " " + ". " * 20
+    contents = _chunk("redp5110_sampled.md_3", f"3.6.5 Defining and creating column{leaders}| 28\n"
+                      f"3.6.6 Activating RCAC{leaders}3.6.7 Demonstrating data access with RCAC{leaders}| 29\n"
+                      f"1.3 DB2 for i security controls{leaders}| . 3", "table")
+    question = ("In the contents pages of IBM's Redpaper 'Row and Column Access Control Support in IBM DB2 for i', on "
+                "which page does subsection 3.6.7, Demonstrating data access with RCAC, start?")
+    assert extractive_answer(question, _context((contents, 0.8)), S).text.startswith(
+        "3.6.7 Demonstrating data access with RCAC 29")
+
+
+def test_a_code_the_prose_of_several_chunks_says_names_the_document_not_the_line_asked():
+    # redp5110_sampled.md as landed: "DB2" of the question names the Redpaper, which says it everywhere
+    leaders = " " + ". " * 20
+    contents = _chunk("redp5110_sampled.md_3", f"1.3 DB2 for i security controls{leaders}| . 3\n"
+                      f"2.1.2 Toolbox application server access: QIBM_DB_ZDA{leaders}| . 8", "table")
+    brief = _chunk("redp5110_sampled.md_4", "DB2 for i Center of Excellence\nSolution Brief IBM Systems Lab Services.",
+                   "text")
+    preface = _chunk("redp5110_sampled.md_10", "This IBM Redpaper publication provides information about the IBM i 7.2 "
+                     "feature of IBM DB2 for i Row and Column Access Control (RCAC).", "text")
+    question = "我在查IBM关于DB2 for i行列访问控制的红皮书PDF目录：介绍Toolbox应用服务器访问（QIBM_DB_ZDA）的那一小节排在第几页？"
+    answer = extractive_answer(question, _context((contents, 0.8), (brief, 0.8), (preface, 0.5)), S)
+    assert answer.text.startswith("2.1.2 Toolbox application server access: QIBM_DB_ZDA 8")
+
+
 def test_a_list_whose_bullets_a_symbol_font_wrote_as_letters_is_read_item_by_item():
     items = sentences(COE_TOPICS)[1:]
     assert len(items) == 9 and items[0] == "r Database performance and scalability"
@@ -839,6 +866,22 @@ def test_a_question_asking_what_follows_a_quoted_item_gets_the_next_item():
     assert answer.text.startswith("2. 单独的带下划线的空格")
     answer = extractive_answer("Which item of the demo's whitespace list follows '单独的带删除线的空格'?", ctx, S)
     assert answer.text.startswith("4. 带删除线和下划线的空格")
+
+
+def test_a_question_asking_what_precedes_or_sits_between_items_gets_that_item():
+    # unit_test_headers_numbered.docx as landed (chunk 8): the question holds the words of the item it names
+    constraints = _chunk("headers.docx_8", "1. Hardware Constraints – Egde Case\n2. Software Constraints\n"
+                         "3. Network Constraints\n4. Environmental Constraints\n5. Regulatory Constraints\n"
+                         "6. Budget Constraints\n7. Timeline Constraints", "list")
+    ctx = _context((constraints, 0.9))
+    answer = extractive_answer("In docling's numbered-headers test file, which constraint is listed immediately before "
+                               "Budget Constraints?", ctx, S)
+    assert answer.text.startswith("5. Regulatory Constraints")
+    answer = extractive_answer("Which constraint sits between Environmental Constraints and Budget Constraints?", ctx, S)
+    assert answer.text.startswith("5. Regulatory Constraints")
+    assert extractive_answer("约束清单中紧挨在Network Constraints之前的是哪一项？", ctx, S).text.startswith("2. Software")
+    # a range is no pair of items ("between -10℃ and -5℃", a row of the SVOLT step-charge table)
+    assert _ASKED_AFTER.search("What charge current is used when the cell is between -10℃ and -5℃?") is None
 
 
 def test_a_sentence_not_naming_the_table_row_the_question_writes_out_yields_to_that_row():
