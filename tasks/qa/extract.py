@@ -834,6 +834,12 @@ _ASKS_WHICH_HEADER = re.compile(r"\bwhich\b|\bwhat\b|哪", re.IGNORECASE)
 _WRITTEN_DECIMAL = re.compile(r"(?<![A-Za-z0-9_.\-])-?[0-9]+\.[0-9]+(?![A-Za-z0-9_.])")
 
 
+def _unwritten_label(row: list[str], asked: str) -> str:
+    """The word cells opening a row (before its first number) that the plain question does not write out."""
+    end = next((j for j, cell in enumerate(row) if j and _NUMBER_CELL.match(cell)), len(row))
+    return " ".join(cell.strip() for cell in row[:end] if cell.strip() and not _writes(asked, _plain(cell)))
+
+
 def _cell_by_value(question: str, content: str) -> Cell | None:
     """The one cell holding the value the question gives, in the row or column it names ("Category 8 这一行里数值为 5
     的是哪个系列", "for which category does Series 6 have the value 3", "最后一行数据里数值为5的是哪个系列"), or the
@@ -857,11 +863,18 @@ def _cell_by_value(question: str, content: str) -> Cell | None:
     if written:
         held = [(row, j) for row in data for j in range(1, min(len(row), len(header)))
                 if _single_number(row[j]) in written]
-        # (a row the question names by its label too is not asked for: "税金及附加 jumped 52.87%. Which explanation …";
-        # nor is a label other rows share: "优于大市" tells no peer apart)
-        if len(held) == 1 and sum(_plain(row[0]) == _plain(held[0][0][0]) for row in data) == 1 \
-                and not _writes(_plain(question), _plain(held[0][0][0])):
-            return found(*held[0])
+        if len(held) > 1:  # (the column the question names: "scores 27.4 on the Few classes")
+            held = [(row, j) for row, j in held if _writes(_plain(question), _plain(header[j]))] or held
+        # the row's label is its word cells the question does not write out ("ImageNet-LT | Decouple-τ-norm [20] |
+        # ResNet-50" of "Among the ImageNet-LT rows, which ResNet-50 method scores 27.4"): a row the question names by
+        # its label is not asked for ("税金及附加 jumped 52.87%. Which explanation …"), nor is a label other rows
+        # share ("优于大市" tells no peer apart)
+        labels = [_unwritten_label(row, _plain(question)) for row in data]
+        if len(held) == 1:
+            label = labels[next(i for i, row in enumerate(data) if row is held[0][0])]
+            if label and labels.count(label) == 1:
+                row, j = held[0]
+                return Cell(label, header[j].strip(), row[j].strip(), 1.0, 1.0, True)
         if given is None and extreme is None:
             return None
     asked = _plain(question)

@@ -823,6 +823,12 @@ def test_a_decimal_the_question_writes_out_names_the_row_it_asks_which_of(tables
     table4 = table_with(tables["cvpr_mineru3.4.4"], "0.486").content
     open_lt = table_cell("CC-SAM论文表4里，Places-LT一栏F-measure为0.486的是哪种方法？", table4)
     assert (open_lt.label, open_lt.value) == ("IEM [65]", "0.486")
+    # in a table whose rows open with a group ("ImageNet-LT | Decouple-τ-norm [20] | ResNet-50"), the row's label is
+    # its word cells the question does not write out
+    table3 = table_with(tables["cvpr_mineru3.4.4"], "Decouple-τ-norm").content
+    tail = table_cell("Among the ImageNet-LT rows of Table 3 in the CC-SAM paper, which ResNet-50 method scores 27.4 on "
+                      "the Few (tail) classes?", table3)
+    assert (tail.label, tail.header, tail.value) == ("Decouple-τ-norm [20]", "Few", "27.4")
     # nor does one of a row the question names by its label: what it asks is another column of that row
     variance = table_with(tables["byd_2025q1_quarterly_report"], "52.87%").content
     reason = table_cell("BYD's taxes and surcharges (税金及附加) jumped 52.87% in January–March 2025. Which explanation "
