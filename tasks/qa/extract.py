@@ -832,6 +832,8 @@ _ASKS_WHICH_HEADER = re.compile(r"\bwhich\b|\bwhat\b|哪", re.IGNORECASE)
 # or a measured value it writes out, alone, asking which row ("which baseline scores 81.18 on CIFAR-10-LT",
 # "F-measure为0.486的是哪种方法"): a decimal, not the 10 of "CIFAR-10-LT" nor a count
 _WRITTEN_DECIMAL = re.compile(r"(?<![A-Za-z0-9_.\-])-?[0-9]+\.[0-9]+(?![A-Za-z0-9_.])")
+# or a whole number it writes with its unit apart ("272 A", "721 W", "10秒"), not a name's glued one ("SVOLT 196Ah")
+_WRITTEN_MEASURE = re.compile(r"(?<![A-Za-z0-9_.\-])([0-9]+)(?:\s+(?:A|W|V|Wh|Ah|s)(?![A-Za-z0-9])|\s*[秒℃])")
 
 
 def _unwritten_label(row: list[str], asked: str) -> str:
@@ -847,8 +849,8 @@ def _cell_by_value(question: str, content: str) -> Cell | None:
     the question writes out asking which row ("which baseline scores 81.18"), of a row it does not name by its label;
     None when there is no one such cell."""
     given = _VALUE_GIVEN.search(question)
-    written = {float(n) for n in _WRITTEN_DECIMAL.findall(question)} if given is None \
-        and _ASKS_WHICH.search(question) else set()
+    written = {float(n) for n in _WRITTEN_DECIMAL.findall(question) + _WRITTEN_MEASURE.findall(question)} \
+        if given is None and _ASKS_WHICH.search(question) else set()
     extreme = _asked_extreme(question) if given is None else None
     if (given is None and extreme is None and not written) or not _ASKS_WHICH_HEADER.search(question):
         return None
@@ -870,10 +872,17 @@ def _cell_by_value(question: str, content: str) -> Cell | None:
         # its label is not asked for ("税金及附加 jumped 52.87%. Which explanation …"), nor is a label other rows
         # share ("优于大市" tells no peer apart)
         labels = [_unwritten_label(row, _plain(question)) for row in data]
-        if len(held) == 1:
-            label = labels[next(i for i, row in enumerate(data) if row is held[0][0])]
+        # (of several values written, the row holding most of them: "允许以272 A充电10秒的是哪一个温度档")
+        holds = {id(row): len({_single_number(r[j]) for r, j in held if r is row}) for row, _ in held}
+        held = [(row, j) for row, j in held if holds[id(row)] == max(holds.values())]
+        # (and a row the question names by its item number is the one asked: "the nominal capacity row (1.1.1) …
+        # the higher ≥196 Ah figure", not 1.1.7's "≥196 Ah")
+        numbered = [r for r in data if _SECTION_NUMBER.match(r[0].strip()) and re.search(
+            rf"(?<![0-9.]){re.escape(r[0].strip())}(?![0-9]|\.[0-9])", question)]
+        if len({id(row) for row, _ in held}) == 1 and all(r is held[0][0] for r in numbered):
+            row, j = held[0]
+            label = labels[next(i for i, r in enumerate(data) if r is row)]
             if label and labels.count(label) == 1:
-                row, j = held[0]
                 return Cell(label, header[j].strip(), row[j].strip(), 1.0, 1.0, True)
         if given is None and extreme is None:
             return None
