@@ -846,7 +846,8 @@ def _cell_by_value(question: str, content: str) -> Cell | None:
     """The one cell holding the value the question gives, in the row or column it names ("Category 8 这一行里数值为 5
     的是哪个系列", "for which category does Series 6 have the value 3", "最后一行数据里数值为5的是哪个系列"), or the
     largest or smallest of the one row it names ("类别 4 取值最大的系列"), or the one cell of the table holding a decimal
-    the question writes out asking which row ("which baseline scores 81.18"), of a row it does not name by its label;
+    the question writes out asking which row ("which baseline scores 81.18"; or a whole number with its unit, "721 W"),
+    labelled by its row's word cells the question does not write out (none: the row is named, not asked for);
     None when there is no one such cell."""
     given = _VALUE_GIVEN.search(question)
     written = {float(n) for n in _WRITTEN_DECIMAL.findall(question) + _WRITTEN_MEASURE.findall(question)} \
@@ -874,7 +875,8 @@ def _cell_by_value(question: str, content: str) -> Cell | None:
         labels = [_unwritten_label(row, _plain(question)) for row in data]
         # (of several values written, the row holding most of them: "允许以272 A充电10秒的是哪一个温度档")
         holds = {id(row): len({_single_number(r[j]) for r, j in held if r is row}) for row, _ in held}
-        held = [(row, j) for row, j in held if holds[id(row)] == max(holds.values())]
+        most = max(holds.values(), default=0)
+        held = [(row, j) for row, j in held if holds[id(row)] == most]
         # (and a row the question names by its item number is the one asked: "the nominal capacity row (1.1.1) …
         # the higher ≥196 Ah figure", not 1.1.7's "≥196 Ah")
         numbered = [r for r in data if _SECTION_NUMBER.match(r[0].strip()) and re.search(

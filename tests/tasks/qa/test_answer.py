@@ -877,8 +877,8 @@ def test_a_question_asking_what_precedes_or_sits_between_items_gets_that_item():
     answer = extractive_answer("In docling's numbered-headers test file, which constraint is listed immediately before "
                                "Budget Constraints?", ctx, S)
     assert answer.text.startswith("5. Regulatory Constraints")
-    answer = extractive_answer("Which constraint sits between Environmental Constraints and Budget Constraints?", ctx, S)
-    assert answer.text.startswith("5. Regulatory Constraints")
+    between = "Which constraint sits between Environmental Constraints and Budget Constraints?"
+    assert extractive_answer(between, ctx, S).text.startswith("5. Regulatory Constraints")
     assert extractive_answer("约束清单中紧挨在Network Constraints之前的是哪一项？", ctx, S).text.startswith("2. Software")
     # a range is no pair of items ("between -10℃ and -5℃", a row of the SVOLT step-charge table)
     assert _ASKED_AFTER.search("What charge current is used when the cell is between -10℃ and -5℃?") is None

@@ -826,8 +826,8 @@ def test_a_decimal_the_question_writes_out_names_the_row_it_asks_which_of(tables
     # in a table whose rows open with a group ("ImageNet-LT | Decouple-τ-norm [20] | ResNet-50"), the row's label is
     # its word cells the question does not write out
     table3 = table_with(tables["cvpr_mineru3.4.4"], "Decouple-τ-norm").content
-    tail = table_cell("Among the ImageNet-LT rows of Table 3 in the CC-SAM paper, which ResNet-50 method scores 27.4 on "
-                      "the Few (tail) classes?", table3)
+    tail = table_cell("Among the ImageNet-LT rows of Table 3 in the CC-SAM paper, which ResNet-50 method scores 27.4 "
+                      "on the Few (tail) classes?", table3)
     assert (tail.label, tail.header, tail.value) == ("Decouple-τ-norm [20]", "Few", "27.4")
     # a whole number written with its unit apart ("721 W", "30 s"): the row holding most of those written (the SVOLT
     # datasheet's pulse table, 1.5.2); not a name's "196Ah", nor against a row the question names by its number
@@ -837,8 +837,8 @@ def test_a_decimal_the_question_writes_out_names_the_row_it_asks_which_of(tables
     assert (band.label, band.value) == ("≥10", "721")
     main = ("No. | 参数Item | 产品规格 Specification | 条件Condition\n1.1.1 | 电芯容量Nominal Capacity | ≥192 Ah≥196 Ah | "
             "25℃,65.3A(1/3C)电流放电到2.0V\n1.1.7 | 出货容量Outgoing capacity | ≥196 Ah | 25℃,65.3A(1/3C)电流放电至2.0V")
-    assert _cell_by_value("In the nominal capacity row (1.1.1), at which discharge current is the higher ≥196 Ah figure "
-                          "measured?", main) is None
+    assert _cell_by_value("In the nominal capacity row (1.1.1), at which discharge current is the higher ≥196 Ah "
+                          "figure measured?", main) is None
     # nor does one of a row the question names by its label: what it asks is another column of that row
     variance = table_with(tables["byd_2025q1_quarterly_report"], "52.87%").content
     reason = table_cell("BYD's taxes and surcharges (税金及附加) jumped 52.87% in January–March 2025. Which explanation "
