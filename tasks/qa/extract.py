@@ -64,8 +64,8 @@ _CLAUSE_END = re.compile(r"(?<=[，；：])|(?<=[;:])(?![0-9])|(?<=[^0-9][;:])")
 # the question asks for a number, a date or a time: the clause that answers it holds a digit
 _ASKS_NUMBER = re.compile(r"多少|几[个年月天日次岁人项条种周倍时]|多大|多长|多久|how many|how much|how long|how often"
                            r"|within what|what period|what percentage|by what (?:percent|factor|margin)"
-                          # "what is the maximum oxygen content", "what Zr content range, in mass %"
-                          r"|\bmaximum\b|\bminimum\b|\bcontent range\b|\bin mass %", re.IGNORECASE)
+                          # "what is the maximum oxygen content", "what Zr content range, in mass %", "what hydrogen limit"
+                          r"|\bmaximum\b|\bminimum\b|\bcontent range\b|\bmass\s*%|\blimit\b|\bceiling\b", re.IGNORECASE)
 # "when" asks only opening the question ("When was …"), not as a conjunction ("… lose when stored for 30 days")
 _ASKS_DATE = re.compile(r"哪一?年|哪一?天|哪个月|何时|什么时候|日期|which year|what year|what date|which month|what month"
                         r"|^\s*when\b",
@@ -651,7 +651,8 @@ ELEMENTS = {"Al": ("aluminium", "aluminum", "铝"), "B": ("boron", "硼"), "C": 
 _ELEMENT_NAME = re.compile("|".join(rf"\b{n}\b" if n.isascii() else n for names in ELEMENTS.values() for n in names),
                            re.IGNORECASE)
 _SYMBOL_OF = {n: symbol for symbol, names in ELEMENTS.items() for n in names}
-_ELEMENT_DESCRIBES = re.compile(rf"含({_ELEMENT_NAME.pattern})的|\b(?:containing|with)\s+({_ELEMENT_NAME.pattern})\b"
+_ELEMENT_DESCRIBES = re.compile(rf"含({_ELEMENT_NAME.pattern})的|({_ELEMENT_NAME.pattern})钛合金"
+                                rf"|\b(?:containing|with)\s+({_ELEMENT_NAME.pattern})\b"
                                 rf"|\b({_ELEMENT_NAME.pattern})-(?:bearing|containing|rich|based)\b", re.IGNORECASE)
 _ELEMENT_SYMBOL = re.compile(rf"(?<![A-Za-z0-9.\-])(?:{'|'.join(s for s in ELEMENTS if len(s) > 1)})(?![A-Za-z0-9])")
 # a one-letter symbol only where the question asks its content ("中V的含量范围", "the N content", "O杂质"), not volts'
@@ -679,6 +680,9 @@ _PERIODIC_TABLE = frozenset(
     "h he li be b c n o f ne na mg al si p s cl ar k ca sc ti v cr mn fe co ni cu zn ga ge as se br kr rb sr y zr "
     "nb mo tc ru rh pd ag cd in sn sb te i xe cs ba la ce pr nd pm sm eu gd tb dy ho er tm yb lu hf ta w re os ir "
     "pt au hg tl pb bi po at rn fr ra ac th pa u np pu am cm bk cf es fm md no lr".split())
+
+
+_ELEMENT_SYMBOLS = frozenset(symbol.lower() for symbol in ELEMENTS)
 
 
 def _misread_symbol(header: str, symbols: frozenset[str]) -> bool:
@@ -792,6 +796,8 @@ def _column_score(header: str, question_terms: set[str], question_numbers: set[s
     leaf = header.split()[-1] if header.strip() else ""  # under its group headers ("主要成分 Fe": Fe)
     if leaf and (_symbol(leaf) in symbols or _misread_symbol(_symbol(leaf), missing)):
         score += 2.0  # "钒（V）", "vanadium": the symbol the question writes in brackets or names, which terms miss
+    elif symbols & _ELEMENT_SYMBOLS and _symbol(leaf) in _PERIODIC_TABLE:
+        return 0.0  # another element's column, whatever its group header says ("杂质，不大于 H" of "杂质碳含量")
     own = set() if len(leaf) == 1 and leaf.isdigit() else _numbers(_SYMBOL_DIGIT.sub("", header))  # OCR's "0": O
     if own and question_numbers:
         if own <= question_numbers:

@@ -292,6 +292,22 @@ def test_a_one_letter_symbol_is_the_element_asked_only_before_its_content():
     assert _symbols_asked("工业纯钛TA2G，其O杂质不得超过多少？") == {"o"}
 
 
+def test_an_impurity_limit_asked_is_a_number_and_under_the_element_asked():
+    # GB/T 3620.1-2016's tables as landed (OCR's "A1" for Al): a limit asks a number, not the nominal composition the
+    # glosses of "composition" name; the impurity group's header sits over one column only ("杂质，不大于 H"), which
+    # names no other element's column; "铜钛合金" describes the alloy, iron is asked
+    table3 = ("合金牌号 | 名义化学成分 | Ti | Mo | Fe | 杂质，不大于 H\nTC24 | Ti-4.5A1-3V-2Mo-2Fe | 余量 | 1.8~2.2 | "
+              "1.7~2.3 | 0.010")
+    cell = table_cell("For the Ti-4.5Al-3V-2Mo-2Fe alloy TC24, what hydrogen impurity limit (mass %) is given?", table3,
+                      glosses=" 合金 杂质 质量 成分")
+    assert (cell.header, cell.value) == ("杂质，不大于 H", "0.010")
+    table2 = "牌号 | 名义化学成分 | Ti | Cr | Fe | C | 杂质，不大于 H\nTB12 | Ti-25V-15Cr-0.3Si | 余量 | 13.0~17.0 | 0.25 | 0.10 | " \
+        "0.015"
+    assert table_cell("β型钛合金TB12（Ti-25V-15Cr-0.3Si）在国标表2中规定的杂质碳含量不大于多少？", table2).value == "0.10"
+    table1 = "牌号 | 名义化学成分 | Ti | Cu | Fe | 杂质，不大于 H\nTA13 | Ti-2.5Cu | 余量 | 2.0~3.0 | 0.20 | 0.010"
+    assert table_cell("采购一批TA13（Ti-2.5Cu）铜钛合金板，作为杂质的铁最多能有多少（质量分数，%）？", table1).value == "0.20"
+
+
 def test_a_symbol_ocr_misread_heads_the_column_asked_unless_the_symbol_heads_one():
     # GB/T 3620.1's table 1 as OCR read its first page: "Zx" for Zr; "S1" is no Sn when Sn heads a column
     table = ("牌号 | 名义化学成分 | Ti | S1 | Zx | Sn\n"
