@@ -64,7 +64,7 @@ _CLAUSE_END = re.compile(r"(?<=[，；：])|(?<=[;:])(?![0-9])|(?<=[^0-9][;:])")
 # the question asks for a number, a date or a time: the clause that answers it holds a digit
 _ASKS_NUMBER = re.compile(r"多少|几[个年月天日次岁人项条种周倍时]|多大|多长|多久|how many|how much|how long|how often"
                            r"|within what|what period|what percentage|by what (?:percent|factor|margin)"
-                          # "what is the maximum oxygen content", "what Zr content range, in mass %", "what hydrogen limit"
+                          # "the maximum oxygen content", "what Zr content range, in mass %", "what hydrogen limit"
                           r"|\bmaximum\b|\bminimum\b|\bcontent range\b|\bmass\s*%|\blimit\b|\bceiling\b", re.IGNORECASE)
 # "when" asks only opening the question ("When was …"), not as a conjunction ("… lose when stored for 30 days")
 _ASKS_DATE = re.compile(r"哪一?年|哪一?天|哪个月|何时|什么时候|日期|which year|what year|what date|which month|what month"
@@ -783,8 +783,8 @@ def _column_score(header: str, question_terms: set[str], question_numbers: set[s
     not "Series 7"); +1 for a description column when the question asks what something means
     (`meaning`: "what does the value GROUP mean" is answered by "Description", not "Data type"); +2
     for a header that is a symbol the question asks (`symbols`, `_symbols_asked`: "V" of "钒（V）"), or
-    OCR's misreading of one no header of the table is (`missing`: "Zx" for Zr); 0 for a forecast year ("2025E")
-    unless the question asks a forecast (`forecast`). A header of stop words only
+    OCR's misreading of one no header of the table is (`missing`: "Zx" for Zr), 0 for another element's when it asks
+    one; 0 for a forecast year ("2025E") unless the question asks a forecast (`forecast`). A header of stop words only
     ("Many", "Few" of a long-tail paper's tables) is named when the question capitalizes it (`capitalized`)."""
     if not forecast and _FORECAST_YEAR.search(header):
         return 0.0  # a forecast ("2025E") is no answer to a question asking what was ("at 31 March 2025")
