@@ -26,7 +26,7 @@ import re
 import unicodedata
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
@@ -720,6 +720,16 @@ def _cited_entry(question: str) -> re.Pattern | None:
     """What opens the entry of the reference the question cites by its number ("[28] "), None for none."""
     m = _CITES_REFERENCE.search(question)
     return re.compile(rf"^\s*\[{m.group(1)}\]\s") if m else None  # (`_NUMBERED_ENTRY` of that number)
+
+
+def _topics(units: Sequence[_Unit], names_in: Callable[[str], Iterable[str]]) -> set[str]:
+    """The names (`names_in` finds them in a text) that the sentences of TOPIC_CHUNKS chunks or more say: what the
+    passage is about, no row or line of it."""
+    said_in: dict[str, set[str]] = {}
+    for u in units:
+        for name in names_in(u.text) if u.sentence else ():
+            said_in.setdefault(name, set()).add(u.chunk_id)
+    return {name for name, chunk_ids in said_in.items() if len(chunk_ids) >= TOPIC_CHUNKS}
 
 
 def _codes_written(question: str) -> re.Pattern | None:
@@ -1487,19 +1497,15 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     after_anchor = _after_anchor(question, units)
     # (a label the prose of several chunks says is the passage's topic, not a row: it picks no sentence; a row's
     # note under its table says it in that one chunk, "注3:此数不包括夏佐全先生…")
-    rows_written = {label for label in rows_written
-                    if len({u.chunk_id for u in units if u.sentence and label in u.text}) < TOPIC_CHUNKS}
+    if rows_written:
+        rows_written -= _topics(units, lambda text: [label for label in rows_written if label in text])
     aside, set_aside = _set_aside(question, context), set()  # (and the units stating it)
     bracketed = written.split()
     in_script = _script_asked(question)
     codes, sections = _codes_written(question), _sections_written(question)
     # a code the prose of several chunks says is what the passage is about, as a row label is ("DB2" of "IBM关于DB2
     # for i行列访问控制的红皮书"), not the line asked
-    said_in: dict[str, set[str]] = {}
-    for u in units if codes is not None else []:
-        for found in codes.findall(u.text) if u.sentence else []:
-            said_in.setdefault(found, set()).add(u.chunk_id)
-    topic_codes = {found for found, chunk_ids in said_in.items() if len(chunk_ids) >= TOPIC_CHUNKS}
+    topic_codes = _topics(units, codes.findall) if codes is not None else set()
     cited = _cited_entry(question)
     asked_years = _YEAR_WRITTEN.findall(question)
     measured = measure_asked(question)

@@ -458,6 +458,13 @@ def _data_row(row: list[str]) -> bool:
 _SECTION_NUMBER = re.compile(r"^[0-9]+(?:\.[0-9]+)+$")  # "1.1.13", "4.1.5.10": an item's number, never a header
 
 
+def _item_number_written(cell: str, question: str) -> bool:
+    """Whether `cell` is an item's number of two levels or more that the question writes out ("item 1.1.11")."""
+    number = cell.strip()
+    return _SECTION_NUMBER.match(number) is not None \
+        and re.search(rf"(?<![0-9.]){re.escape(number)}(?![0-9]|\.[0-9])", question) is not None
+
+
 def _numbered_like(row: list[str], after: list[str] | None) -> bool:
     """Is this row numbered as the row after it is ("1.1.13 | 建议 SOC使用范围 | 3% - 100%" over "1.1.14 | 电池重量 |
     …", a table continued from the page before; "1 | a | b" over "2 | u | ", a grid with no header): a data row,
@@ -866,32 +873,31 @@ def _cell_by_value(question: str, content: str) -> Cell | None:
         return None
     header, data = grid[0], grid[1:]
 
-    def found(row: list[str], j: int) -> Cell:
-        return Cell(row[0].strip() or f"#{data.index(row) + 1}", header[j].strip(), row[j].strip(), 1.0, 1.0, True)
+    def found(row: list[str], j: int, label: str = "") -> Cell:
+        label = label or row[0].strip() or f"#{data.index(row) + 1}"
+        return Cell(label, header[j].strip(), row[j].strip(), 1.0, 1.0, True)
 
     if written:
         held = [(row, j) for row in data for j in range(1, min(len(row), len(header)))
                 if _single_number(row[j]) in written]
         if len(held) > 1:  # (the column the question names: "scores 27.4 on the Few classes")
             held = [(row, j) for row, j in held if _writes(_plain(question), _plain(header[j]))] or held
-        # the row's label is its word cells the question does not write out ("ImageNet-LT | Decouple-τ-norm [20] |
-        # ResNet-50" of "Among the ImageNet-LT rows, which ResNet-50 method scores 27.4"): a row the question names by
-        # its label is not asked for ("税金及附加 jumped 52.87%. Which explanation …"), nor is a label other rows
-        # share ("优于大市" tells no peer apart)
-        labels = [_unwritten_label(row, _plain(question)) for row in data]
         # (of several values written, the row holding most of them: "允许以272 A充电10秒的是哪一个温度档")
         holds = {id(row): len({_single_number(r[j]) for r, j in held if r is row}) for row, _ in held}
         most = max(holds.values(), default=0)
         held = [(row, j) for row, j in held if holds[id(row)] == most]
         # (and a row the question names by its item number is the one asked: "the nominal capacity row (1.1.1) …
         # the higher ≥196 Ah figure", not 1.1.7's "≥196 Ah")
-        numbered = [r for r in data if _SECTION_NUMBER.match(r[0].strip()) and re.search(
-            rf"(?<![0-9.]){re.escape(r[0].strip())}(?![0-9]|\.[0-9])", question)]
-        if len({id(row) for row, _ in held}) == 1 and all(r is held[0][0] for r in numbered):
-            row, j = held[0]
-            label = labels[next(i for i, r in enumerate(data) if r is row)]
+        if len({id(row) for row, _ in held}) == 1 \
+                and not any(r is not held[0][0] and _item_number_written(r[0], question) for r in data):
+            # the row's label is its word cells the question does not write out ("ImageNet-LT | Decouple-τ-norm [20]
+            # | ResNet-50" of "Among the ImageNet-LT rows, which ResNet-50 method scores 27.4"): a row the question
+            # names by its label is not asked for ("税金及附加 jumped 52.87%. Which explanation …"), nor is a label
+            # other rows share ("优于大市" tells no peer apart)
+            labels = [_unwritten_label(row, _plain(question)) for row in data]
+            label = labels[next(i for i, r in enumerate(data) if r is held[0][0])]
             if label and labels.count(label) == 1:
-                return Cell(label, header[j].strip(), row[j].strip(), 1.0, 1.0, True)
+                return found(*held[0], label)
         if given is None and extreme is None:
             return None
     asked = _plain(question)
@@ -1276,8 +1282,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
                 row_score = max(row_score, GROUP_TIE_WEIGHT)
                 name, shown = name or f"#{place}", row[0] if started else shown.strip() or f"#{place}"
             # so is a row by its own item number written out ("item 1.1.11", "4.1.5.5"), one of two levels or more
-            numbered = bool(k) and _SECTION_NUMBER.match(row[0].strip()) is not None \
-                and re.search(rf"(?<![0-9.]){re.escape(row[0].strip())}(?![0-9]|\.[0-9])", question) is not None
+            numbered = bool(k) and _item_number_written(row[0], question)
             if numbered:
                 row_score = max(row_score, GROUP_TIE_WEIGHT)
             if _changes_row(name) and row_score > 0:  # the change of the row above: asked as a change or not at all
