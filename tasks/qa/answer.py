@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import PurePosixPath
 from typing import NamedTuple
 
 import numpy as np
@@ -479,13 +480,21 @@ def _document_title(context: Context) -> tuple[str, str] | None:
     return next(((c.chunk.section_path.split(" > ", 1)[0], c.chunk_id) for c in firsts if c.chunk.section_path), None)
 
 
+class _TableUnit(NamedTuple):
+    """A table chunk's answer to a question (`_table_unit`)."""
+
+    where: str  # what names the cell: label, header, caption, section
+    text: str  # "row — column: value"
+    bonus: float  # CELL_BONUS when the question named the column too, as much again when it wrote the row's label out
+    label: str  # that label, or ""
+    header: str  # the column's header, "" for every value of the row
+
+
 def _table_unit(question: str, chunk, subject: frozenset[str] = frozenset(), glosses: str = "", label: str = "",
-                ) -> tuple[str, str, float, str] | None:
-    """A table chunk's answer to the question as (what names the cell: label, header, caption,
-    section; "row — column: value"; its bonus: CELL_BONUS when the question named the column too,
-    as much again when it wrote the row's label out; that label, or ""), or None when the question names none of its
-    row labels. `subject`: the question's terms that name the document; `glosses`: the Chinese its
-    words translate to; `label`: the short line right before the table (`labelled_rows`)."""
+                ) -> _TableUnit | None:
+    """A table chunk's answer to the question, or None when the question names none of its row labels.
+    `subject`: the question's terms that name the document; `glosses`: the Chinese its words translate to;
+    `label`: the short line right before the table (`labelled_rows`)."""
     content = labelled_rows(chunk.content, label)
     cell = table_cell(question, content, subject, glosses) if form_lines(content) is None else None
     if cell is None:
@@ -495,7 +504,8 @@ def _table_unit(question: str, chunk, subject: frozenset[str] = frozenset(), glo
     where = " ".join((cell.label, cell.header, chunk.caption or chunk.section_path.rsplit(" > ", 1)[-1]))
     # a level asked for its change names the column of no change asked
     named_column = cell.column_score > 0 and cell.answers_change(question)
-    return where, cell.text, CELL_BONUS * (named_column + cell.written), cell.label if cell.written else ""
+    return _TableUnit(where, cell.text, CELL_BONUS * (named_column + cell.written), cell.label if cell.written else "",
+                      cell.header)
 
 
 # the words by which a question names its document ("《…》由哪个单位归口", "In the CC-SAM paper, …") name
@@ -572,11 +582,14 @@ def _scope_glosses(question: str, parts: list[str], context: Context) -> frozens
 
 
 @lru_cache(maxsize=4096)
-def _named_terms(source: str, question_terms: frozenset[str]) -> frozenset[str]:
+def _named_terms(source: str, question_terms: frozenset[str], question: str = "") -> frozenset[str]:
     """The question's terms that the document's file name holds ("svolt", "blade", "cell" of
-    "SVOLT-196Ah-…-Blade-Battery-Cell-…"): they name the document, so each of its units holds them,
-    as each unit of a titled document holds its title's (`_subject_terms`)."""
-    return terms(document_name(source)) & question_terms
+    "SVOLT-196Ah-…-Blade-Battery-Cell-…"; its suffix too where the question writes the name whole, the "md" of
+    "SOURCES.md"): they name the document, so each of its units holds them, as each unit of a titled document
+    holds its title's (`_subject_terms`)."""
+    name = PurePosixPath(source.replace("\\", "/")).name
+    whole = name.lower() in question.lower() and "." in name
+    return terms(name if whole else document_name(source)) & question_terms
 
 
 def _naming_terms(question: str, question_terms: frozenset[str], context: Context,
@@ -588,7 +601,7 @@ def _naming_terms(question: str, question_terms: frozenset[str], context: Contex
     two documents' text holds ("PSR" of "nbt_npp_psr_part1_drafting_notes") is what they are about,
     not a name."""
     subjects = _subject_terms(question, context, translated)
-    own = {c.source: subjects.get(c.source, frozenset()) | _named_terms(c.source, question_terms)
+    own = {c.source: subjects.get(c.source, frozenset()) | _named_terms(c.source, question_terms, question)
            for c in context.chunks}
     written: dict[str, set[str]] = {}
     for c in context.chunks:
@@ -1060,6 +1073,17 @@ def _contents_entries(chunk) -> list[str] | None:
 _ENTRY_NUMBER = re.compile(r"^([0-9]{1,2})(?:\.[0-9]{1,2}){0,3}\s")
 
 
+# a contents entry's number and page ("2.3.6 参考文献引用 7", "第 2 章 LATEX 使用说明 3", "Appendix A Glossary 41")
+_ENTRY_EDGES = re.compile(r"^\s*(?:第\s*[0-9一二三四五六七八九十]+\s*章|附\s*录\s*[A-Z]|appendix\s+[A-Z]|[0-9A-Z](?:\.[0-9]+)*\.?)\s+"
+                          r"|\s+(?:[0-9]+|[ivxlc]+)\s*$", re.IGNORECASE)
+ENTRY_TITLE_BONUS = 0.1  # an entry whose whole title the question writes ("参考文献"), over one holding it ("参考文献引用")
+
+
+def _entry_title_written(entry: str, question: str) -> bool:
+    title = re.sub(r"\s+", "", _ENTRY_EDGES.sub("", entry)).lower()
+    return len(title) >= 2 and title in re.sub(r"\s+", "", question).lower()
+
+
 def _glued_entries(entry: str) -> list[str]:
     """A contents line holding the next entries too, their leaders and pages lost ("3.6.6 Activating RCAC 3.6.7
     Demonstrating data access with RCAC 29"), cut before each entry numbered in the same chapter: the page closing
@@ -1338,6 +1362,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     contents_asked = bool(ASKS_CONTENTS.search(question))
     # a page or a section number asked of the contents ("on which page does 3.2.2 begin", "是第几节"): an entry answers
     place_in_contents, entries_asked = contents_asked and bool(_ASKS_PLACE.search(question)), set()
+    titles_written: set[int] = set()  # of the entries asked, those whose title the question writes whole
     unquoted = _QUOTED_NAME.sub(" ", question)
     caption_asked = bool(_ASKS_CAPTION.search(unquoted) and _NAMES_GRID.search(question))
     header_asked = bool(_ASKS_HEADER.search(unquoted))
@@ -1346,6 +1371,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     column_head = terms(column.group(1)[-2:] if column.group(1) else column.group(2)) if column else frozenset()
     units: list[_Unit] = []
     rows_written: set[str] = set()  # the row labels of the context's tables the question writes out ("李柯")
+    headless: dict[int, str] = {}  # the cell units of those rows naming no column ("CC-SAM — 61.4；49.5；…"), to labels
     for order, c in enumerate(context.chunks):
         if c.chunk_id in catalogues:
             continue
@@ -1369,15 +1395,17 @@ def extractive_answer(question: str, context: Context, settings: Settings,
         cell = _table_unit(question, c.chunk, subject | foreign, glossed[len(asked):] if translated else "",
                            labels.get((c.source, c.chunk.chunk_index - 1), "")) \
             if a.extractive_table_cells and c.chunk.chunk_type in GRIDS and entries is None else None
-        if cell is not None and _TOC_LINE.search(cell[1]):  # a contents table ("2.1.6 Change … . . . . | 10")
+        if cell is not None and _TOC_LINE.search(cell.text):  # a contents table ("2.1.6 Change … . . . . | 10")
             continue
         if cell is not None:  # a cell never names whose table it is: its document does ("比亚迪")
             held = entity.get(c.source, set()) | subject
-            named_words = words(cell[0]) | {w for w in qw if terms(w) and terms(w) <= held}
-            units.append(_Unit((terms(cell[0]) - foreign) | held, named_words - foreign_words, cell[2], credit, order,
-                               0, cell[1], c.chunk_id, False, translated, True))
-            if len(cell[3]) >= ROW_NAME_MIN_CHARS and cell[3] in question and not terms(cell[3]) <= held:
-                rows_written.add(cell[3])
+            named_words = words(cell.where) | {w for w in qw if terms(w) and terms(w) <= held}
+            units.append(_Unit((terms(cell.where) - foreign) | held, named_words - foreign_words, cell.bonus, credit,
+                               order, 0, cell.text, c.chunk_id, False, translated, True))
+            if len(cell.label) >= ROW_NAME_MIN_CHARS and cell.label in question and not terms(cell.label) <= held:
+                rows_written.add(cell.label)
+                if not cell.header:
+                    headless[len(units) - 1] = cell.label
         # beside its cell, a table answers with its notes ("注：…", a limit stated under it)
         quoted, lead = entries if entries is not None else table_notes(c.chunk) if cell is not None else \
             prose.get(c.chunk_id) or evidence_units(c.chunk, ordinal is not None), ""
@@ -1418,15 +1446,20 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             cleaned = clean_text(unit)
             is_heading = asked_heading is not None and bool(asked_heading.search(unit))
             # (a list's short item is one: "2. 专题设置")
-            no_unit = (len(cleaned) < MIN_SENTENCE_CHARS and not _NUMBERED_ITEM.match(unit)) or cleaned in headings \
+            # (a contents entry asked for its page may be short: "致谢 19")
+            asked_entry = entries is not None and place_in_contents
+            no_unit = (len(cleaned) < MIN_SENTENCE_CHARS and not _NUMBERED_ITEM.match(unit) and not asked_entry) \
+                or cleaned in headings \
                 or _TOC_LINE.search(unit) \
                 or (contents_line and not contents_asked and _CONTENTS_ENTRY.match(unit))
             if no_unit and not is_heading:
                 continue
             if is_heading:
                 headings_asked.add(len(units))
-            if entries is not None and place_in_contents:
+            if asked_entry:
                 entries_asked.add(len(units))
+                if _entry_title_written(unit, question):
+                    titles_written.add(len(units))
             restated = unit.endswith(("？", "?")) or unit.startswith(("问：", "问:", "Q:"))
             said_text = _stated(unit, c.chunk.chunk_type)  # a figure's field labels say nothing ("的内容是什么")
             negated = negated_terms(said_text, q)  # "非住宅…" holds no "住宅" the question asks about
@@ -1497,8 +1530,12 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     after_anchor = _after_anchor(question, units)
     # (a label the prose of several chunks says is the passage's topic, not a row: it picks no sentence; a row's
     # note under its table says it in that one chunk, "注3:此数不包括夏佐全先生…")
+    # nor, naming no column, is its row a cell asked ("CC-SAM — 61.4；49.5；…" of "CC-SAM论文的实验用的什么GPU")
+    topic_rows: set[int] = set()
     if rows_written:
-        rows_written -= _topics(units, lambda text: [label for label in rows_written if label in text])
+        topics = _topics(units, lambda text: [label for label in rows_written if label in text])
+        rows_written -= topics
+        topic_rows = {i for i, label in headless.items() if label in topics}
     aside, set_aside = _set_aside(question, context), set()  # (and the units stating it)
     bracketed = written.split()
     in_script = _script_asked(question)
@@ -1519,6 +1556,8 @@ def extractive_answer(question: str, context: Context, settings: Settings,
         at_place = ordinal is not None and sentence and (_is_item(units, i, ordinal) or _enumerates(unit, ordinal)
                                                          or (pos == 0 and _at_picture_place(pictures.get(chunk_id),
                                                                                             ordinal)))
+        if i in topic_rows:
+            continue
         # (the item under the section the question names by its heading: "1.3节“多级列表”中，第一个项目符号")
         if shared <= naming_only and not cell and i not in headings_asked and not placed_after \
                 and not (at_place and i in under_named_section):
@@ -1556,7 +1595,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
         if code is not None and code.group() not in topic_codes or sections is not None and sections.match(unit):
             hit += CODE_BONUS
         if i in headings_asked or i in entries_asked or (cited is not None and cited.match(unit)):
-            hit += HEADING_BONUS
+            hit += HEADING_BONUS + ENTRY_TITLE_BONUS * (i in titles_written)
         stated = _stated(unit, context.chunks[order].chunk.chunk_type)  # ("内容：卡通人物" labels no "内容" asked)
         if sentence and (labelled is not None and (labelled.search(stated) or _labels_part_of(stated, about))
                          or _label_named(stated, q, naming_only, asked_years)):

@@ -501,6 +501,33 @@ def _states(cell: str, question_numbers: set[str]) -> bool:
     return bool(_NUMBER_CELL.match(cell)) and bool(own) and own <= question_numbers and not _years(own)
 
 
+def _condition_written(cell: str, question_numbers: set[str]) -> bool:
+    """Is `cell` a condition of words the question writes out, every number it states ("25℃,65.3A(1/3C)电流放电到
+    2.0V" of "按25℃、65.3A（1/3C）放电到2.0V的条件"), two or more, years aside, being the cell's: the value beside it
+    is asked? (A file list's cell naming "GB/T 3620.1-2016" or "2025 Q1" is no condition.)"""
+    return len(question_numbers - _years(question_numbers)) >= 2 and not _NUMBER_CELL.match(cell) \
+        and question_numbers <= _decimals(cell)
+
+
+_GLUED_VALUE = re.compile(r"[≥≤<>]?\s*[0-9]+(?:\.[0-9]+)?\s*[A-Za-z%][A-Za-z/%]*")  # "≥592.1 Wh" of "≥592.1 Wh≥625 Wh"
+_BRACKETED = re.compile(r"[(（]([^()（）]{1,8})[)）]")  # "(1C)", "(1/3C)": what tells one condition from another
+
+
+def _paired(value: str, conditions: list[str], question: str) -> str:
+    """The one of a cell's glued values ("≥592.1 Wh≥625 Wh") at the place of the condition the question writes
+    among its condition cell's ("(1C)", "(1/3C)"), `value` whole when that cannot be told."""
+    values = _GLUED_VALUE.findall(value)
+    if len(values) < 2 or "".join(values).replace(" ", "") != value.replace(" ", ""):
+        return value
+    for condition in conditions:
+        marks = list(dict.fromkeys(m.strip() for m in _BRACKETED.findall(unicodedata.normalize("NFKC", condition))))
+        written = [i for i, mark in enumerate(marks)
+                   if re.search(rf"(?<![\w/.]){re.escape(mark)}(?!\w)", unicodedata.normalize("NFKC", question))]
+        if len(marks) == len(values) and len(written) == 1:
+            return values[written[0]].strip()
+    return value
+
+
 _ITEMS = re.compile(r"\s*[,，、;；]\s*")
 LIST_ITEM_MAX_CHARS = 24  # a list of names ("Ash, Elm, Maple"), not clauses
 
@@ -847,6 +874,9 @@ _ASKS_WHICH_HEADER = re.compile(r"\bwhich\b|\bwhat\b|哪", re.IGNORECASE)
 _WRITTEN_DECIMAL = re.compile(r"(?<![A-Za-z0-9_.\-])-?[0-9]+\.[0-9]+(?![A-Za-z0-9_.])")
 # or a whole number it writes with its unit apart ("272 A", "721 W", "10秒"), not a name's glued one ("SVOLT 196Ah")
 _WRITTEN_MEASURE = re.compile(r"(?<![A-Za-z0-9_.\-])([0-9]+)(?:\s+(?:A|W|V|Wh|Ah|s)(?![A-Za-z0-9])|\s*[秒℃])")
+# or one grouped by thousands ("a size of 24,338 bytes"): a measured amount, not a count of things
+_WRITTEN_GROUPED = re.compile(r"(?<![A-Za-z0-9_.,\-])[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?(?![A-Za-z0-9_]|[.,][0-9])")
+_THOUSANDS = re.compile(r"(?<=[0-9]),(?=[0-9]{3}(?![0-9]))")
 
 
 def _unwritten_label(row: list[str], asked: str) -> str:
@@ -863,7 +893,8 @@ def _cell_by_value(question: str, content: str) -> Cell | None:
     labelled by its row's word cells the question does not write out (none: the row is named, not asked for);
     None when there is no one such cell."""
     given = _VALUE_GIVEN.search(question)
-    written = {float(n) for n in _WRITTEN_DECIMAL.findall(question) + _WRITTEN_MEASURE.findall(question)} \
+    written = {float(_THOUSANDS.sub("", n)) for n in _WRITTEN_DECIMAL.findall(question)
+               + _WRITTEN_MEASURE.findall(question) + _WRITTEN_GROUPED.findall(question)} \
         if given is None and _ASKS_WHICH.search(question) else set()
     extreme = _asked_extreme(question) if given is None else None
     if (given is None and extreme is None and not written) or not _ASKS_WHICH_HEADER.search(question):
@@ -1117,9 +1148,39 @@ def _extreme_row(sign: int, q: frozenset[str], question_numbers: set[str], data:
     return Cell(" | ".join(c for c in label if c), headers[j], row[j], EXTREME_ROW_SCORE, top, True)
 
 
+# "the coldest temperature band in which pulse discharge is still permitted", "温度最高的允许充电区间": of the rows of a
+# table by temperature whose column asked holds a number (not "不允许No discharging"), the coldest or hottest
+_ASKS_COLDEST = re.compile(r"\bcoldest\b|\blowest[- ]temperature\b|最低温度|温度最低|最冷", re.IGNORECASE)
+_ASKS_HOTTEST = re.compile(r"\b(?:hottest|warmest)\b|\bhighest[- ]temperature\b|最高温度|温度最高|最热", re.IGNORECASE)
+_TEMPERATURE = re.compile(r"温度|temperature|[℃°]", re.IGNORECASE)
+
+
+def _asked_band(question: str) -> int | None:
+    """-1 when the question asks a table's coldest temperature band, +1 its hottest, else None."""
+    cold, hot = _ASKS_COLDEST.search(question), _ASKS_HOTTEST.search(question)
+    return None if bool(cold) == bool(hot) else -1 if cold else 1
+
+
+def _band_row(sign: int, data: list[list[str]], headers: list[str], scores: list[float]) -> Cell | None:
+    """The cell of the column the question names best in the coldest (`sign` -1) or hottest (+1) row of a table
+    labelled by temperatures ("≥ -30 | 117 | 30") that holds a number there; None unless one row alone is."""
+    top = max(scores[1:], default=0.0)
+    if top <= 0 or scores[1:].count(top) > 1 or not headers or not _TEMPERATURE.search(headers[0]):
+        return None
+    j = scores.index(top, 1)
+    bands = [(sign * (max if sign > 0 else min)(float(n) for n in numbers), row)
+             for row in data if j < len(row) and _single_number(row[j]) is not None
+             for numbers in [_signed_decimals(row[0])] if numbers]
+    bands.sort(key=lambda band: -band[0])
+    if not bands or (len(bands) > 1 and bands[0][0] == bands[1][0]):
+        return None
+    row = bands[0][1]
+    return Cell(row[0].strip(), headers[j], row[j], EXTREME_ROW_SCORE, top, True)
+
+
 def _single_number(cell: str) -> float | None:
-    """The one number a value cell holds ("72.0", "2.1C", "-10"), else None."""
-    found = _signed_decimals(cell) if _NUMBER_CELL.match(cell) else set()
+    """The one number a value cell holds ("72.0", "2.1C", "-10", "24,338"), else None."""
+    found = _signed_decimals(_THOUSANDS.sub("", cell)) if _NUMBER_CELL.match(cell) else set()
     return float(next(iter(found))) if len(found) == 1 else None
 
 
@@ -1144,6 +1205,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
     wants_words = holds_asked is None and not ratio and not numbering_asked
     best: tuple[float, Cell] | None = None
     extreme_sign = _asked_extreme(question) if _ASKS_WHICH.search(question) else None
+    band_sign = _asked_band(question)
     rows = _rows(content)
     matrix = _matrix_cell(question, content, glosses)
     if matrix is not None:
@@ -1204,8 +1266,9 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
             return _compared(headers, scores) if change else scores
 
         block_scores = column_scores(block_headers)
-        extreme = _extreme_row(extreme_sign, q, asked_numbers, data, block_headers, block_scores) \
-            if extreme_sign else None
+        # (a row of the document's own name, "CC-SAM" of "In CC-SAM's comparison", writes no row out)
+        extreme = _extreme_row(extreme_sign, q - subject, asked_numbers, data, block_headers, block_scores) \
+            if extreme_sign else _band_row(band_sign, data, block_headers, block_scores) if band_sign else None
         if extreme is not None and (best is None or EXTREME_ROW_SCORE > best[0]):
             best = (EXTREME_ROW_SCORE, extreme)
         # the labels' own column named ("which position", "Column A"), when the label is the first cell or the
@@ -1291,7 +1354,8 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
                 continue
             # a value the question states is the row's condition, not its answer ("充到90% SOC那一段的
             # 充电电流": the row holding "90%" is the one asked, its other cell the answer)
-            stated = [j for j in values if _states(row[j], conditions) or _lists_written(row[j], asked)]
+            stated = [j for j in values if _states(row[j], conditions) or _lists_written(row[j], asked)
+                      or _condition_written(row[j], conditions)]
             conditioned = 0 < len(stated) < len(values)
             scores_here = col_scores
             if conditioned:
@@ -1371,7 +1435,8 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
                 # header ("名义化学成分是什么", not a number matching a garbled "A1" for "Al")
                 cell = Cell(shown, "", " | ".join(row[i] for i in values), row_score, max(score, 0.0), written)
             elif score > 0:
-                cell = Cell(shown, headers[j] if j < len(headers) else "", row[j], row_score, score, written)
+                value = _paired(row[j], [row[i] for i in stated], question) if conditioned else row[j]
+                cell = Cell(shown, headers[j] if j < len(headers) else "", value, row_score, score, written)
             else:
                 every = "；".join(f"{headers[j]}: {row[j]}" if j < len(headers) and headers[j] else row[j]
                                  for j in values)
@@ -1600,8 +1665,9 @@ _SCOPE_TITLE = re.compile(r"《([^》]+)》")
 # "X中，…", "X里的…" within the first clause (a "…之上的" further on is what is asked, not where)
 _SCOPE_CJK = re.compile(r"^\s*([^，,？?]{2,40}?)(?:中|里|上)(?:，|,|的)|^\s*(?:根据|按照|依据|按)(.{2,40}?)(?:，|,)"
                         r"|^\s*(.{2,40}?)这(?:项|份|个|篇|部|本)"
-                        # "CC-SAM论文中Places-LT、…的对比表里，…", "CC-SAM论文表3的…": to the word for a document
-                        rf"|^\s*([^，,。？?]{{2,30}}?(?:{_DOCUMENT_WORDS_CJK}|文档))"
+                        # "CC-SAM论文中Places-LT、…的对比表里，…", "CC-SAM论文表3的…": to the word for a document, past a
+                        # bracketed aside of its own ("类条件锐度感知最小化（CC-SAM，CVPR 2023）论文的表3中")
+                        rf"|^\s*((?:[（(][^（）()]{{1,30}}[)）]|[^，,。？?]){{2,40}}?(?:{_DOCUMENT_WORDS_CJK}|文档))"
                         r"(?:中|里|的?(?=第[0-9]|[表图]\s*[0-9]|(?i:table|figure)\s*[0-9]))"
                         # "IBM DB2 for i 行列访问控制（RCAC）红皮书指出，…": the document says what is asked
                         r"|^\s*([^，,。？?]{2,40}?)(?:指出|提到|写道|称|说)[，,]"

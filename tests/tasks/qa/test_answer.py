@@ -676,6 +676,49 @@ def test_a_contents_line_holding_the_next_entry_gives_its_page_to_that_entry():
         "3.6.7 Demonstrating data access with RCAC 29")
 
 
+def test_a_contents_entry_titled_as_the_question_writes_it_answers_however_short():
+    # ucasthesis_template_guide.pdf as landed (chunk 7, the contents): "致谢 19" is shorter than any sentence, and
+    # "参考文献 15" shares its title with "2.3.6 参考文献引用 7", which the question does not write whole
+    leaders = " " + "⋅ " * 20
+    contents = _chunk("ucasthesis_template_guide.pdf_7", f"2.3.5 算法{leaders}7\n2.3.6 参考文献引用{leaders}7\n"
+                      f"参考文献{leaders}15\n作者简历及攻读学位期间发表的学术论文与研究成果{leaders}17\n致谢{leaders}19",
+                      "index")
+    thanks = _chunk("ucasthesis_template_guide.pdf_54", "致谢等所有条目都是通过最为通用的\\chapter{item name}来显式实现的，"
+                    "从而可以随意添加，放置，和修改，如同一般章节。", "text")
+    answer = extractive_answer("ucasthesis使用说明的目录里，“致谢”排在第几页？", _context((thanks, 0.8), (contents, 0.8)), S)
+    assert answer.text == "致谢 19[ref:ucasthesis_template_guide.pdf_7]"
+    question = "In the table of contents of the ucasthesis guide, on which page does the 参考文献 (references) section begin?"
+    assert extractive_answer(question, _context((contents, 0.8)), S).text == \
+        "参考文献 15[ref:ucasthesis_template_guide.pdf_7]"
+
+
+def test_a_row_of_the_passages_topic_is_no_cell_asked_when_no_column_is_named():
+    # the CC-SAM paper as landed: its own row of Table 4 (no header row landed) against its implementation details
+    table = _chunk("ccsam_65", "CE | 40.1 | 10.4 | 0.295\nLUNA [5] | 48.2 | 44.7 | 0.579\nCC-SAM | 61.4 | 49.5 | 0.552",
+                   "table")
+    details = _chunk("ccsam_60", "We implement CC-SAM in PyTorch. All the experiments are run on Tesla V100 GPUs.",
+                     "text")
+    intro = _chunk("ccsam_11", "We introduce CC-SAM, a novel algorithm tailored for long-tailed recognition.", "text")
+    context = _context((table, 0.9), (details, 0.6), (intro, 0.5))
+    answer = extractive_answer("On which GPU were the experiments of CC-SAM run?", context, S)
+    assert answer.text == "All the experiments are run on Tesla V100 GPUs.[ref:ccsam_60]"
+    # (the Chinese question, no gloss given here, finds no English sentence: nor does it take the row for one)
+    assert extractive_answer("CC-SAM论文的实验是在哪种型号的GPU上完成的？", context, S) is None
+
+
+def test_a_file_name_written_whole_names_its_document_not_the_rows_sharing_its_suffix():
+    # the corpus's SOURCES.md as landed: "md" of "SOURCES.md" names no row "en/groundtruth/multi_page.md"
+    files = _chunk("../SOURCES.md_2", "local file | repo | git blob | bytes\n"
+                   "en/multi_page.pdf | docling-project/docling | 7d9eb1818d61fa4d3e80d1c8a41e705c6fa7bc9d | 128,322\n"
+                   "en/groundtruth/multi_page.md | docling-project/docling | 0f9d4220544a4731d7881ae8ac07aa02a03d1d5c | "
+                   "9,392", "table")
+    note = _chunk("../SOURCES.md_0", "Every binary file is a byte-for-byte copy of a git blob from a public GitHub "
+                  "repository (fetched snapshot); the git-blob column lets anyone re-check it.", "text")
+    question = "How does the corpus SOURCES.md describe each binary file relative to the git blob it was taken from?"
+    answer = extractive_answer(question, _context((note, 0.6), (files, 0.6)), S)
+    assert answer.text.startswith("Every binary file is a byte-for-byte copy of a git blob")
+
+
 def test_a_code_the_prose_of_several_chunks_says_names_the_document_not_the_line_asked():
     # redp5110_sampled.md as landed: "DB2" of the question names the Redpaper, which says it everywhere
     leaders = " " + ". " * 20
@@ -1070,9 +1113,9 @@ def test_a_cell_whose_row_the_question_writes_out_gets_a_bonus_as_a_named_column
     flows = _chunk("byd.pdf_24", "项目 | 本期发生额 | 上期发生额\n支付给职工以及为职工支付的现金 | 16,523,000.00 | 12,918,000.00\n"
                    "支付的各项税费 | 13,560,344,000.00 | 7,927,455,000.00")
     question = "比亚迪现金流量表中，上年同期（2024年1-3月）支付的各项税费是多少？"
-    assert _table_unit(question, flows)[1:] == ("支付的各项税费 — 上期发生额: 7,927,455,000.00", 2 * CELL_BONUS,
+    assert _table_unit(question, flows)[1:4] == ("支付的各项税费 — 上期发生额: 7,927,455,000.00", 2 * CELL_BONUS,
                                                 "支付的各项税费")
-    assert _table_unit(question, changes)[1:] == ("筹资活动产生的现金流量净额 — 2024年1-3月: -5,183,543,000.00", CELL_BONUS,
+    assert _table_unit(question, changes)[1:4] == ("筹资活动产生的现金流量净额 — 2024年1-3月: -5,183,543,000.00", CELL_BONUS,
                                                   "")
 
 

@@ -141,10 +141,9 @@ def test_a_level_is_no_answer_to_a_change_asked():
     forecast = Chunk(content=" | 2022 | 2023\n净利润(百万元) | 2155 | 2952\n(+/-%) | -13.5% | 37.0%",
                      chunk_type=TABLE, source="broker.pdf", chunk_id="broker.pdf_21")
     glosses = "净利润 净利 收益 预测"
-    (_, level, level_bonus, _), (_, change, change_bonus, _) = (_table_unit(question, c, glosses=glosses)
-                                                                for c in (statement, forecast))
-    assert (level, change) == ("净利润 — 2022: 2155", "净利润(百万元) (+/-%) — 2022: -13.5%")
-    assert change_bonus > level_bonus
+    level, change = (_table_unit(question, c, glosses=glosses) for c in (statement, forecast))
+    assert (level.text, change.text) == ("净利润 — 2022: 2155", "净利润(百万元) (+/-%) — 2022: -13.5%")
+    assert change.bonus > level.bonus
 
 
 def test_a_label_written_without_its_unit_names_its_row_when_a_column_is_named(tables):
@@ -373,6 +372,18 @@ def test_english_question_over_a_bilingual_table(tables):
     named = table_cell("电芯容量的产品规格是多少？", perf.content)
     assert named.text == "电芯容量Nominal Capacity — 产品规格 Specification: ≥192 Ah≥196 Ah"
     assert {"nominal", "capacity", "电芯", "容量"} <= terms("电芯容量Nominal Capacity")
+
+
+def test_a_condition_written_out_picks_its_value_of_those_glued_in_one_cell(tables):
+    # the main-performance row holds two specifications glued ("≥592.1 Wh≥625 Wh") beside their two conditions,
+    # 1C then 1/3C: the condition the question writes out is given, the value at its place is asked
+    perf = table_with(tables["svolt_mineru2.7.6"], "电芯容量Nominal Capacity")
+    third = table_cell("主要性能表里，按25℃、65.3A（1/3C）放电到2.0V的条件，放电能量的规格值是多少？", perf.content)
+    assert third.text == "放电能量Energy — 产品规格 Specification: ≥625 Wh"
+    one = table_cell("主要性能表中，按25℃、196A（1C）电流放电到2.0V的条件，能量密度的规格是多少？", perf.content)
+    assert one.text == "能量密度Specific Energy — 产品规格 Specification: ≥176 Wh/Kg"
+    # no condition written: both values stand
+    assert table_cell("放电能量的产品规格是多少？", perf.content).value == "≥592.1 Wh≥625 Wh"
 
 
 def test_the_answerer_quotes_the_cell_with_its_citation(tables):
@@ -1594,6 +1605,10 @@ def test_a_paper_named_right_before_its_table_is_the_scope_not_a_row(tables):
     assert document_scope(question) == "CC-SAM论文"
     assert table_cell(question, results.content).text == "ImageNet-LT CE ResNeXt-50 — Many: 65.9"
     assert document_scope("CC-SAM论文的图2展示了什么？") == "CC-SAM论文"
+    # past a bracketed aside of the paper's own name ("（CC-SAM，CVPR 2023）"): LADE's row, not CC-SAM's
+    question = "类条件锐度感知最小化（CC-SAM，CVPR 2023）论文的表3中，在ImageNet-LT上使用ResNeXt-50骨干的LADE，其尾部类别（Few）准确率是多少？"
+    assert document_scope(question) == "类条件锐度感知最小化（CC-SAM，CVPR 2023）论文"
+    assert table_cell(question, results.content).text == "ImageNet-LT LADE [17] ResNeXt-50 — Few: 34.3"
 
 
 def test_a_paper_cited_in_brackets_or_at_the_end_is_the_scope_not_a_row(tables):
@@ -1693,6 +1708,28 @@ def test_a_question_asking_which_row_holds_a_columns_extreme_gets_that_rows_labe
     assert table_cell("How many calories per portion do berries have?", food).value == "150"
 
 
+def test_the_extreme_row_asked_is_found_though_the_question_names_the_papers_own_row():
+    # CC-SAM's Table 4 as landed: "above CC-SAM itself" sets its row apart, and the paper's own name ("In CC-SAM's
+    # comparison") writes no row out
+    table = (" | ImageNet-LT | ImageNet-LT | Places-LT | Places-LT\nMethod | Few | F-measure | Few | F-measure\n"
+             "IEM [65] | 20.1 | 0.525 | 28.9 | 0.486\nLUNA [5] | 23.6 | 0.579 | 29.0 | 0.491\n"
+             "CC-SAM | 37.1 | 0.552 | 36.4 | 0.510")
+    question = "In CC-SAM's comparison (Table 4), which method posts the highest ImageNet-LT F-measure, above CC-SAM itself?"
+    assert table_cell(question, table, subject=frozenset({"cc", "sam"})).text == \
+        "LUNA [5] — ImageNet-LT F-measure: 0.579"
+
+
+def test_a_number_grouped_by_thousands_names_the_row_holding_it():
+    # the corpus's SOURCES.md file list, as landed: "24,338" is one number, in the question and in its cell
+    files = ("local file | repo | bytes | repo licence\nzh_pdf/prc_constitution.pdf | bobo-xiaoming/zufang | 303,430 | "
+             "none stated\nzh_docx/nbt_npp_psr_part1_drafting_notes.docx | chatchat-space/Langchain-Chatchat | 24,338 | "
+             "Apache-2.0\nen/word_sample.docx | docling-project/docling | 102,450 | MIT")
+    cell = table_cell("In the provenance table of SOURCES.md, which local file is listed with a size of 24,338 bytes?",
+                      files)
+    assert cell.value == "24,338" and "zh_docx/nbt_npp_psr_part1_drafting_notes.docx" in cell.label
+    assert "prc_constitution" not in cell.label
+
+
 def test_the_row_of_a_columns_extreme_is_named_by_its_range_label(tables):
     # the SVOLT pulse tables' rows are temperature ranges ("≥25 | 636 | 10"): such a label reads as a number, yet it
     # is the answer; and the "20" of "20% SOC" writes out no "≥-20" row (its sign differs)
@@ -1702,6 +1739,19 @@ def test_the_row_of_a_columns_extreme_is_named_by_its_range_label(tables):
     assert (cell.label, cell.value) == ("≥45", "1190")
     current = table_with(tables["svolt_mineru2.7.6"], "Current(80%SOC)").content
     cell = table_cell("SVOLT电芯再生脉冲充电表（80%SOC）中，哪个电芯温度档允许的充电电流最小？", current)
+    assert (cell.label, cell.value) == ("≥-20", "24")
+
+
+def test_the_coldest_or_hottest_band_permitting_what_is_asked_is_the_row_asked(tables):
+    # the SVOLT pulse tables as landed: "<-30" does not permit discharging ("不允许No discharging"), "≥-30" does
+    power = table_with(tables["svolt_mineru2.7.6"], "Power(20%SOC)").content
+    cell = table_cell("In the SVOLT cell's BOL pulse discharge table, what power (W, at 20% SOC) is allowed in the "
+                      "coldest temperature band in which pulse discharge is still permitted?", power)
+    assert (cell.label, cell.value) == ("≥-30", "117")
+    assert table_cell("SVOLT电芯脉冲放电表中，温度最高的允许放电区间对应的功率（20%SOC）是多少瓦？", power).value == "1190"
+    current = table_with(tables["svolt_mineru2.7.6"], "Current(80%SOC)").content
+    cell = table_cell("What current in amperes (80% SOC, 10 s) does the regenerative pulse charge table allow in the "
+                      "coldest temperature band where regenerative charging is permitted?", current)
     assert (cell.label, cell.value) == ("≥-20", "24")
 
 
