@@ -168,14 +168,17 @@ def articles_asked(question: str) -> list[str]:
 
 def _articles_asked(db_path: Path, kb: str, retrievals: Sequence[Retrieval],
                     seeds: Sequence[tuple[int, int, Candidate]]) -> list:
-    """The chunk where each article a question names begins, in its seeds' documents, however far the seeds
+    """The chunk where each article a question names begins, in the documents it names ("根据宪法第十条": the
+    constitution's, though every seed is the civil code's), else in its seeds' documents, however far the seeds
     are from it: the article ranked next to it ("第六十一条") does not answer what "Article 60" says."""
     from warehouse.chunks import HeadingAsk, article_chunks
 
     asks: dict[tuple[int, str, str], str] = {}
     for qi, _, c in seeds:
+        named = retrievals[qi].named_documents
         for article in articles_asked(retrievals[qi].question):
-            asks.setdefault((qi, c.chunk.source, article), c.chunk_id)
+            for source in sorted(named) or [c.chunk.source]:
+                asks.setdefault((qi, source, article), c.chunk_id)
     return article_chunks(db_path, kb, [HeadingAsk(qi, seed_id, source, article)
                                         for (qi, source, article), seed_id in asks.items()])
 

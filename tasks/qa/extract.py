@@ -1678,7 +1678,7 @@ _SCOPE_CJK = re.compile(r"^\s*([^，,？?]{2,40}?)(?:中|里|上)(?:，|,|的)|^
 _SCOPE_CITED = re.compile(r"[（(]\s*(?:依据|根据|按照|参见|参照|见)\s*([^（）()]{2,40}?)\s*[)）]"
                           r"|(?:请|需)?(?:依据|根据|参照)([^，,。？?（）()]{2,40}?)[。.]?\s*$"
                           rf"|[（(]([^（）()]{{1,30}}?(?:{_DOCUMENT_WORDS_CJK})[^（）()]{{0,12}})[)）]")
-_SCOPE_EN_START = r"^\s*(?:in|from|according to|under)\s+(?:the\s+)?"
+_SCOPE_EN_START = r"^\s*(?:in|from|according to|under|(?:as\s+)?per(?!\s+cent\b))\s+(?:the\s+)?"
 _SCOPE_EN = re.compile(_SCOPE_EN_START
                        # "In BYD's 2025 first-quarter report, …": to the word for a document, past a name's "'s"
                        + rf"([^,，?？]{{2,160}}?\b(?:{_DOCUMENT_WORDS})s?)(?:'s\b|’s\b|,)"

@@ -315,8 +315,8 @@ class Retriever:
             # (the run's records: the question's own best hit may have left the merged hits, `_with_translation`)
             top = self.records([best[1]]).get(best[1])
             r.top_cosine_across = top is not None and across_languages(r.question, top.content)
-        cands = named_documents_first(self.document_names.named(r.question),
-                                      catalogues_last(r.question, self._fuse(chs, records)))
+        r.named_documents = self.document_names.named(r.question)
+        cands = named_documents_first(r.named_documents, catalogues_last(r.question, self._fuse(chs, records)))
         r.trace("rrf", cands)
         chapters = chapter_markers(r.question) if s.retrieval.section_filter_enabled else []
         cands = filter_candidates(cands, inactive=self.inactive, sources=sources, section=section, chapters=chapters)

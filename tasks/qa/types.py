@@ -74,6 +74,7 @@ class Retrieval:
     stages: list[StageTrace] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)  # stage → seconds for this question
     rerank_fallback: bool = False  # the reranker failed for this question: the fused order stands
+    named_documents: frozenset[str] = frozenset()  # the sources the question names ("根据宪法第十条": the constitution)
 
     def trace(self, stage: str, cands: Sequence[Candidate] | Sequence[tuple[str, float, str]]) -> None:
         hits = [c if isinstance(c, tuple) else (c.chunk_id, c.score, c.rescued or c.expanded_from) for c in cands]

@@ -418,6 +418,12 @@ def test_an_article_the_question_names_is_read_in_the_hits_documents(tmp_path):
     assert [c.chunk_id for c in expand_batch(path, "kb", [chinese], s)[0]] == ["constitution.pdf_0"]
     missing = replace(asked, question="Under Article 63 of the PRC Constitution, who may be removed from office?")
     assert expand_batch(path, "kb", [missing], s) == [[]]
+    # the document the question names is where its article is read, though every hit is another's
+    code_hit = fetch_chunks(path, "kb", ["code.pdf_0"])["code.pdf_0"]
+    named = replace(asked, question="根据宪法第六十条，全国人大每届任期几年？", named_documents=frozenset({"constitution.pdf"}),
+                    ranked=[Candidate("code.pdf_0", score=1.0, chunk=code_hit)])
+    assert [(c.chunk_id, c.expanded_from) for c in expand_batch(path, "kb", [named], s)[0]] == [
+        ("constitution.pdf_0", "code.pdf_0")]
     assert articles_asked("Articles 5 and Article 1260; 第十六条, 第 3 条") == ["第一千二百六十条", "第十六条", "第三条"]
     assert articles_asked("the Constitution (Art. 126) says no one may interfere") == ["第一百二十六条"]
 

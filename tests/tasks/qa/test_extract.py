@@ -1632,6 +1632,10 @@ def test_an_english_scope_runs_past_a_companys_possessive_to_the_word_for_the_do
     assert scope_only_terms(question) >= {"byd", "2025", "first", "quarter", "report"}
     # a paper's own table keeps its possessive as the end: the paper is named, not its table
     assert scope_parts("In the CC-SAM paper's table, what does LDAM-DRW reach?") == ["CC-SAM paper"]
+    # "Per …," opens a scope as "Under …," does ("Per cent" does not)
+    assert scope_parts("Per Article 30 of the Constitution, into what are counties divided?") == \
+        ["Article 30 of the Constitution"]
+    assert scope_parts("Per cent of shares held by HKSCC, as listed?") == []
 
 
 

@@ -264,6 +264,7 @@ def test_a_question_naming_a_document_ranks_its_chunks_above_the_others(cmrc, mo
     assert retriever.document_names.named(question) == {f"{named}.md"}
     others = filters.NAMED_DOCUMENT_OTHERS
     (routed,) = retriever.retrieve_batch([question])
+    assert routed.named_documents == {f"{named}.md"}  # (the context reads an article asked in it: `context`)
     monkeypatch.setattr(filters, "NAMED_DOCUMENT_OTHERS", 1.0)
     (plain,) = retriever.retrieve_batch([question])
     before, after = ({cid: score for cid, score, _ in next(st.hits for st in r.stages if st.stage == "rrf")}
