@@ -125,7 +125,7 @@ _ITEM_PREFIX = re.compile(rf"^\s*(?:{_GROUP_NUMBER}|[（(][0-9]{{1,3}}[)）]|{_S
 _ASKS_NUMBERING = re.compile(r"编号|序号|条目号|项号|\bitem number\b|\bNo\.|\brow number\b", re.IGNORECASE)
 NUMBERING_SCORE = 1.0
 FILE_EXTENSIONS = r"pdf|docx?|md|html?|txt|xlsx?|pptx?|csv|json"  # what a file a corpus lists is named with
-_FILE_PATH = re.compile(rf"[\w./-]*\w\.(?:{FILE_EXTENSIONS})", re.IGNORECASE)
+FILE_PATH = re.compile(rf"[\w./-]*\w\.(?:{FILE_EXTENSIONS})", re.IGNORECASE)
 PATH_LABEL_TERMS = 4  # a label of this many terms written out names its row, even of the document's own words
 PLACED_COLUMN_SCORE = 2.0  # a column asked by its place ("the second column") over any its words name
 _NUMBERING = re.compile(r"^(?:no\.?|序号|[0-9]+(?:\.[0-9]+)*\.?)$", re.IGNORECASE)
@@ -1240,7 +1240,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
     focused = terms(focus(question))
     # a file the question writes out ("…征求意见稿（zh_docx/nbt_npp_…_part1_draft.docx）有多少字节") is the row of a file
     # list asked, whatever words the other rows' cells share with the question (part 12's Chinese title)
-    paths = {row[0] for row, _ in rows[1:] if row and _FILE_PATH.fullmatch(row[0].strip())
+    paths = {row[0] for row, _ in rows[1:] if row and FILE_PATH.fullmatch(row[0].strip())
              and _writes(asked, _plain(row[0]))}
     # so is a grade or code it writes out ("TA12 (not TA12-1)", "TC6"): another code's row shares only its parts
     # ("ta", "12" and the "1" of "Table 1" name "TA12-1" as well as "TA12")

@@ -17,7 +17,7 @@ from schemas.chunk import Chunk
 from schemas.qa import RERANK
 from schemas.settings import Settings
 from tasks.index.views import document_name
-from tasks.qa.extract import DOCUMENT_WORDS, FILE_EXTENSIONS, scope_parts, terms
+from tasks.qa.extract import DOCUMENT_WORDS, FILE_EXTENSIONS, FILE_PATH, scope_parts, terms
 from tasks.qa.types import Candidate
 
 _ENUM_QUERY = re.compile(r"有哪些|有哪几|哪几[个种类项条]|包括哪|包含哪|列举|列出|分别是|分别有|都有什么|有几[个种类项条]|几个方面|"
@@ -312,6 +312,10 @@ def document_name_text(source: str, opening: Sequence[tuple[str, str]]) -> str:
     return " ".join(words)
 
 
+def _file_name(path: str) -> str:
+    return path.replace("\\", "/").rsplit("/", 1)[-1].lower()
+
+
 class DocumentNames:
     """Which documents of a knowledge base a question names, by the words it names its document with
     (`tasks.qa.extract.scope_parts`) found in a document's name (`document_name_text`: "中华人民共和国民法典",
@@ -320,6 +324,9 @@ class DocumentNames:
 
     def __init__(self, covers: Mapping[str, Sequence[tuple[str, str]]]):
         self._named_by: dict[str, list[str]] = {}
+        self._files: dict[str, list[str]] = {}  # a source's file name, lower case → the sources so named
+        for source in covers:
+            self._files.setdefault(_file_name(source), []).append(source)
         for source, opening in covers.items():
             for term in terms(document_name_text(source, opening)) - _DOCUMENT_KIND:
                 self._named_by.setdefault(term, []).append(source)
@@ -330,7 +337,7 @@ class DocumentNames:
         """The documents the question names, or none: those whose names hold at least NAMED_DOCUMENT_COVERAGE of the
         words naming its document and weigh nearly as much as the best, when they are NAMED_DOCUMENT_MAX at most
         ("在历史中，" names no document of a corpus of articles with 历史 in their titles); a number alone names none
-        (the 1972 of "rgbzh-1972.txt")."""
+        (the 1972 of "rgbzh-1972.txt"); and those whose file names it writes whole."""
         parts = scope_parts(question)
         asked = terms(_PART_OF_DOCUMENT.sub(" ", " ".join(parts))) - _DOCUMENT_KIND if parts else set()
         score: Counter[str] = Counter()
@@ -342,6 +349,10 @@ class DocumentNames:
         best = max(score.values(), default=0.0)
         named = [s for s, v in score.items() if best > 0 and v >= NAMED_DOCUMENT_NEAR * best
                  and len(held[s]) >= NAMED_DOCUMENT_COVERAGE * len(asked) and not all(t.isdigit() for t in held[s])]
+        # a file name the question writes whole ("单元测试文档 unit_test_headers_numbered.docx") names its document,
+        # whatever words describe it beside ("docling的编号标题单元测试Word文档")
+        written = {source for path in FILE_PATH.findall(question) for source in self._files.get(_file_name(path), ())}
+        named = [*written, *(s for s in named if s not in written)]
         return frozenset(named) if len(named) <= NAMED_DOCUMENT_MAX else frozenset()
 
 

@@ -203,6 +203,11 @@ def test_the_document_a_question_names_by_its_file_name_or_title():
     # the article named with its law is a part of it, no word of its name ("宪法第十条": 宪法); "第1部分" names a document
     assert named("根据宪法第十条，土地的使用权可以怎样处置？") == {"prc_constitution.pdf"}
     assert named("根据民法典第一千零六条，捐献应当采用什么形式？") == {"prc_civil_code.pdf"}
+    # a file name written whole names its document, whatever words describe it beside
+    assert named("docling的编号标题单元测试Word文档（unit_test_headers_numbered.docx）中，约束清单的第6项是什么？") == {
+        "unit_test_headers_numbered.docx"}
+    assert named("单元测试文档 unit_test_headers_numbered.docx 的约束清单中，排在第6项的是哪一种约束？") == {
+        "unit_test_headers_numbered.docx"}
 
 
 def test_the_named_documents_chunks_go_first():
