@@ -233,6 +233,22 @@ def headed_chunks(db_path: Path, kb: str, asks: Sequence[HeadingAsk], n: int) ->
     return _neighbours(db_path, sql, [*_asks_params(asks), kb, n])
 
 
+def numbered_chunks(db_path: Path, kb: str, asks: Sequence[HeadingAsk]) -> list[Neighbour]:
+    """Per ask whose `heading` is a section's number ("6.3.2.1.7"), the first chunk of its source whose own section
+    (the last heading of its section path) is numbered so (not a contents line listing it); one query."""
+    if not asks:
+        return []
+    cols = ", ".join(f"c.{name}" for name in CANDIDATE_COLUMNS)
+    own = "trim(list_last(string_split(c.section_path, ' > ')))"
+    sql = f"""{_ASKS}
+        SELECT a.qi, a.seed_id, {cols}
+        FROM asks a JOIN chunks c ON c.kb = ? AND c.source = a.source AND starts_with({own}, a.heading)
+         AND regexp_matches(substr({own}, length(a.heading) + 1), '^(?:[\s\u3000]|$)')
+        QUALIFY row_number() OVER (PARTITION BY a.qi, a.source, a.heading ORDER BY c.chunk_index) = 1
+        ORDER BY a.qi, c.source, c.chunk_index"""
+    return _neighbours(db_path, sql, [*_asks_params(asks), kb])
+
+
 def article_chunks(db_path: Path, kb: str, asks: Sequence[HeadingAsk]) -> list[Neighbour]:
     """Per ask whose `heading` is an article's number as a law writes it ("第六十条"), the first chunk of its
     source where that article begins (the number opens the chunk, a line or a sentence, and a space follows

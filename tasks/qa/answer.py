@@ -35,14 +35,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from schemas.chunk import (CHART, FIGURE_AFTER, FIGURE_BEFORE, FIGURE_DATA, FIGURE_DESCRIPTION, FIGURE_LOCATED, HEADING,
+from schemas.chunk import (CHART, CODE, FIGURE_AFTER, FIGURE_BEFORE, FIGURE_DATA, FIGURE_DESCRIPTION, FIGURE_LOCATED, HEADING,
                            IMAGE, INDEX, TABLE, TEXT)
 from schemas.errors import LLMError
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, QAResult, Question
 from schemas.settings import Settings
 from tasks.index.views import document_name
 from tasks.qa.context import (ARTICLE_CITED, ASKS_CONTENTS, ASKS_DOCUMENT_TITLE, COVER_CHUNKS, PART_NUMERAL, Context,
-                              articles_asked, quoted, row_labels)
+                              articles_asked, quoted, row_labels, sections_asked)
 from tasks.qa.extract import (COUNT_WORDS, LAST, ORDINAL_WORDS, STANDARD_PREFIXES, answers_what_is_asked, columns,
                               figure_asked, focus, form_lines, labelled_rows, measure_asked, negated_terms,
                               ordinal_number, scope_only_terms, scope_parts, shortest_clause, table_cell, terms,
@@ -703,22 +703,27 @@ OTHER_ARTICLE_SHARE = 0.5  # of its score, for a unit of an article (a table) ot
 # a code the question writes ("SF4", "TA33"): a short line writing it out whole (not "SF14") labels what is asked
 _WRITTEN_CODE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2,5}[0-9]{1,3}(?![A-Za-z0-9])")
 CODE_BONUS = 0.2
+# a listing's line asked ("while 𝑟 ≠ 0 do 这一行的注释", "the comment on the line return b"), holding a run of code the
+# question writes out: the line asked (a statement's clause not asked by its line is quoted with its statement)
+_ASKS_LINE = re.compile(r"[这那该此]一?行|\b(?:that|this|the) line\b|\bline\s+[0-9]", re.IGNORECASE)
+WRITTEN_LINE_BONUS = 0.1
+_CODE_RUN = re.compile(r"[^\u3000-\u303f\u3400-\u9fff\uff00-\uffef]{8,}")  # no CJK nor full-width punctuation
+
+
+def _code_written(line: str, question: str) -> bool:
+    runs = (" ".join(run.split()) for run in _CODE_RUN.findall(question))
+    return any(len(run) >= 8 and run in line for run in runs)
 CODE_LINE_CHARS = 40  # a line this short writing a code out labels it ("4. 老化（SF4）"); a sentence may cite it
 
 
-# a section's number the question writes ("section 2.1.4", "5.3.1条"): a unit opening with it is that section's
-# heading or its contents entry ("2.1.4 Database Information function: QIBM_DB_SYSMON 9")
-_SECTION_WRITTEN = re.compile(r"(?<![0-9.])[0-9]{1,2}(?:\.[0-9]{1,2}){2,3}(?![0-9.])")
-# a two-level number is one when the question calls it a clause ("第5.1条", "precaution 5.4"), not a mere "1.5"
-_CLAUSE_WRITTEN = re.compile(r"第\s*([0-9]{1,2}\.[0-9]{1,2})\s*[条款项]|\b(?:clause|item|precaution|provision|requirement)"
-                             r"\s+([0-9]{1,2}\.[0-9]{1,2})(?![0-9.])", re.IGNORECASE)
+# a section's number the question writes ("section 2.1.4", "5.3.1条", `context.sections_asked`): a unit opening with it
+# is that section's heading or its contents entry ("2.1.4 Database Information function: QIBM_DB_SYSMON 9")
 CLAUSE_SENTENCES = 3  # the sentences of a clause the question names by its number quoted after its first
 CLAUSE_MAX_CHARS = 300  # and their characters at most: a paper's numbered section is a page, no clause
 
 
 def _sections_written(question: str) -> re.Pattern | None:
-    numbers = list(dict.fromkeys([*_SECTION_WRITTEN.findall(question),
-                                  *(a or b for a, b in _CLAUSE_WRITTEN.findall(question))]))
+    numbers = sections_asked(question)
     return re.compile(rf"^\s*(?:{'|'.join(re.escape(n) for n in numbers)})(?![0-9.])") if numbers else None
 
 
@@ -1352,8 +1357,11 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     # "第六十七条 全国人民代表大会常务委员会行使下列职权:" three chunks before "（二十）…", each in the context)
     prose: dict[str, list[str]] = {}
     still_open: dict[tuple[str, int], tuple[str, bool]] = {}
+    line_asked = bool(_ASKS_LINE.search(question))
     for c in sorted(context.chunks, key=lambda c: (c.source, c.chunk.chunk_index)):
-        if c.chunk.chunk_type not in GRIDS:
+        if c.chunk.chunk_type == CODE and line_asked:  # a listing's lines ("3: while r ≠ 0 do ▷ We have …")
+            prose[c.chunk_id] = [" ".join(line.split()) for line in c.chunk.content.splitlines() if line.strip()]
+        elif c.chunk.chunk_type not in GRIDS:
             opening, in_item = still_open.get((c.source, c.chunk.chunk_index - 1), ("", False))
             prose[c.chunk_id], *ends = _sentence_units(c.chunk, ordinal is not None, opening, in_item)
             still_open[(c.source, c.chunk.chunk_index)] = tuple(ends)
@@ -1363,6 +1371,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     # a page or a section number asked of the contents ("on which page does 3.2.2 begin", "是第几节"): an entry answers
     place_in_contents, entries_asked = contents_asked and bool(_ASKS_PLACE.search(question)), set()
     titles_written: set[int] = set()  # of the entries asked, those whose title the question writes whole
+    lines_written: set[int] = set()  # a listing's lines holding code the question writes out
     unquoted = _QUOTED_NAME.sub(" ", question)
     caption_asked = bool(_ASKS_CAPTION.search(unquoted) and _NAMES_GRID.search(question))
     header_asked = bool(_ASKS_HEADER.search(unquoted))
@@ -1456,6 +1465,8 @@ def extractive_answer(question: str, context: Context, settings: Settings,
                 continue
             if is_heading:
                 headings_asked.add(len(units))
+            if line_asked and c.chunk.chunk_type == CODE and _code_written(unit, question):
+                lines_written.add(len(units))
             if asked_entry:
                 entries_asked.add(len(units))
                 if _entry_title_written(unit, question):
@@ -1568,9 +1579,10 @@ def extractive_answer(question: str, context: Context, settings: Settings,
         # question quoting an alloy's nominal composition "Ti-5.8Al-4Sn-3.5Zr-…" asks TA33's Ta cell)
         # (a unit in the other language holds the question's terms it says in its own: "Treat all of these as …"
         # says the 一律 and 对待 of "要求把这些文档一律当作什么来对待")
-        # (a contents entry asked for its page holds little beyond the entry's title: "Preface xi")
+        # (a contents entry asked for its page holds little beyond the entry's title: "Preface xi"; a listing's line
+        # the question writes out, its comment: "while 𝑟 ≠ 0 do ▷ We have the answer if r is 0")
         if len(shared | (said & q_plain)) / len(q_plain) < a.extractive_min_overlap and i not in headings_asked \
-                and i not in entries_asked and not (at_place or placed_after) \
+                and i not in entries_asked and i not in lines_written and not (at_place or placed_after) \
                 and not (cell and bonus >= 2 * CELL_BONUS):
             continue
         subject = naming[context.chunks[order].source][0]
@@ -1602,6 +1614,8 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             hit += LABEL_BONUS
         if at_place:
             hit += ORDINAL_BONUS
+        if i in lines_written:
+            hit += WRITTEN_LINE_BONUS
         if measured is not None and sentence and measured.search(unit):
             hit += MEASURE_BONUS
         if bracketed and any(term in unit for term in bracketed):

@@ -117,6 +117,7 @@ def expand_batch(db_path: Path, kb: str, retrievals: Sequence[Retrieval], settin
                             settings.retrieval.context_small_document_chars)
     neighbours += [Neighbour(qi, c.chunk_id, chunk) for qi, _, c in seeds for chunk in whole.get(c.chunk.source, [])]
     headed = _quoted_headings(db_path, kb, retrievals, seeds) + _articles_asked(db_path, kb, retrievals, seeds) \
+        + _sections_asked(db_path, kb, retrievals, seeds) \
         + _figures_asked(db_path, kb, retrievals, seeds) + front + _list_openers(db_path, kb, seeds)
     named = {(n.question, n.chunk.chunk_id) for n in headed}
     added: list[set[str]] = [set() for _ in retrievals]
@@ -164,6 +165,34 @@ def articles_asked(question: str) -> list[str]:
         if number:
             out.append(f"第{number}条")
     return list(dict.fromkeys(out))
+
+
+# a section the question names by its number: three levels to five ("clause 6.3.2.1.7", "5.2.1条"), or two when called
+# a clause ("第5.1条", "precaution 5.4"; not a mere "1.5")
+_SECTION_WRITTEN = re.compile(r"(?<![0-9.])[0-9]{1,2}(?:\.[0-9]{1,2}){2,4}(?![0-9.])")
+_CLAUSE_WRITTEN = re.compile(r"第\s*([0-9]{1,2}\.[0-9]{1,2})\s*[条款项]|\b(?:clause|item|precaution|provision|requirement)"
+                             r"\s+([0-9]{1,2}\.[0-9]{1,2})(?![0-9.])", re.IGNORECASE)
+
+
+def sections_asked(question: str) -> list[str]:
+    """The numbers of the sections the question names ("Under clause 6.3.2.1.7 of …" → ["6.3.2.1.7"])."""
+    return list(dict.fromkeys([*_SECTION_WRITTEN.findall(question),
+                               *(a or b for a, b in _CLAUSE_WRITTEN.findall(question))]))
+
+
+def _sections_asked(db_path: Path, kb: str, retrievals: Sequence[Retrieval],
+                    seeds: Sequence[tuple[int, int, Candidate]]) -> list:
+    """The first chunk of each section a question names by its number, in the documents it names, else in its
+    seeds' documents: the section ranked next to it ("6.3.2.1.6") does not say what "clause 6.3.2.1.7" does."""
+    from warehouse.chunks import HeadingAsk, numbered_chunks
+
+    asks: dict[tuple[int, str, str], str] = {}
+    for qi, _, c in seeds:
+        for number in sections_asked(retrievals[qi].question):
+            for source in sorted(retrievals[qi].named_documents) or [c.chunk.source]:
+                asks.setdefault((qi, source, number), c.chunk_id)
+    return numbered_chunks(db_path, kb, [HeadingAsk(qi, seed_id, source, number)
+                                         for (qi, source, number), seed_id in asks.items()])
 
 
 def _articles_asked(db_path: Path, kb: str, retrievals: Sequence[Retrieval],

@@ -719,6 +719,20 @@ def test_a_file_name_written_whole_names_its_document_not_the_rows_sharing_its_s
     assert answer.text.startswith("Every binary file is a byte-for-byte copy of a git blob")
 
 
+def test_a_listings_line_the_question_writes_out_answers_with_its_comment():
+    # ucasthesis_template_guide.pdf as landed: the EUCLID algorithm (a code chunk) beside the prose after it, which
+    # says "第一行" as the question does
+    listing = _chunk("ucasthesis_template_guide.pdf_44", "1: procedure EUCLID(𝑎, 𝑏)        ▷ The g.c.d. of a and b\n"
+                     "2:    𝑟 ← 𝑎 mod 𝑏\n3:    while 𝑟 ≠ 0 do         ▷ We have the answer if r is 0\n"
+                     "4:        𝑎 ← 𝑏\n8:    return 𝑏          ▷ The gcd is b\n9: end procedure", "code")
+    prose = _chunk("ucasthesis_template_guide.pdf_45", "2）索引第一行 @article{lamport1986document,中 lamport1986document "
+                   "即为此文献的 label (中文文献也必须使用英文 label，一般遵照:姓氏拼音 + 年份 +标题第一字拼音的格式)，想要在论文中"
+                   "索引此文献，有两种索引类型:", "text")
+    question = "ucasthesis说明文档的示例算法（欧几里得算法）中，while 𝑟 ≠ 0 do 这一行右侧的英文注释是什么？"
+    answer = extractive_answer(question, _context((listing, 0.9), (prose, 0.9)), S)
+    assert answer.text == "3: while 𝑟 ≠ 0 do ▷ We have the answer if r is 0[ref:ucasthesis_template_guide.pdf_44]"
+
+
 def test_a_code_the_prose_of_several_chunks_says_names_the_document_not_the_line_asked():
     # redp5110_sampled.md as landed: "DB2" of the question names the Redpaper, which says it everywhere
     leaders = " " + ". " * 20

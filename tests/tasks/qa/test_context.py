@@ -12,7 +12,7 @@ from schemas.chunk import Chunk
 from schemas.qa import RERANK, RRF
 from schemas.settings import Settings
 from tasks.qa.context import (articles_asked, build_context, contexts_for, continues_list, expand_batch,
-                              order_for_prompt)
+                              order_for_prompt, sections_asked)
 from tasks.qa.filters import in_section
 from tasks.qa.types import Candidate, Retrieval
 from warehouse import db
@@ -426,6 +426,23 @@ def test_an_article_the_question_names_is_read_in_the_hits_documents(tmp_path):
         ("constitution.pdf_0", "code.pdf_0")]
     assert articles_asked("Articles 5 and Article 1260; 第十六条, 第 3 条") == ["第一千二百六十条", "第十六条", "第三条"]
     assert articles_asked("the Constitution (Art. 126) says no one may interfere") == ["第一百二十六条"]
+
+
+def test_a_section_the_question_names_by_its_number_is_read_where_it_begins(tmp_path):
+    # SVOLT's datasheet: "4.1.5.5" is listed in the contents (not read) and heads its own section further on
+    parts = [("目录", "index", "4.1.5.5 一级过放保护 14\n4.2 避免电池到达过放状态 15"),
+             ("4 注意事项 > 4.1.5.4 过充保护", "text", "当电芯电压达到3.75 V时，停止充电。"),
+             ("4 注意事项 > 4.1.5.5 一级过放保护", "text", "当电芯电压达到2.0 V时，切断放电。"),
+             ("4 注意事项 > 4.1.5.5 一级过放保护", "text", "保护动作后，需充电唤醒。"),
+             ("4 注意事项 > 4.1.5.50 其他", "text", "其他保护。")]
+    path = _land(tmp_path, _document("svolt.pdf", parts))
+    records = fetch_chunks(path, "kb", ["svolt.pdf_1"])
+    s = _settings(tmp_path).replace(context_expansion_before=0, context_expansion_after=0)
+    asked = Retrieval("Under item 4.1.5.5 of the SVOLT datasheet, at what voltage is discharging cut off?", "hybrid",
+                      RRF, [Candidate("svolt.pdf_1", score=1.0, chunk=records["svolt.pdf_1"])], 1, None, ["q"])
+    (extra,) = expand_batch(path, "kb", [asked], s)
+    assert [(c.chunk_id, c.asked) for c in extra] == [("svolt.pdf_2", True)]
+    assert sections_asked("按第5.1条和6.3.2.1.7，以及 precaution 5.4（不是1.5）") == ["6.3.2.1.7", "5.1", "5.4"]
 
 
 def test_the_chunks_back_to_the_line_opening_a_list_a_hit_is_inside_are_read(tmp_path):
