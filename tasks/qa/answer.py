@@ -750,6 +750,11 @@ def _topics(units: Sequence[_Unit], names_in: Callable[[str], Iterable[str]]) ->
     return {name for name, chunk_ids in said_in.items() if len(chunk_ids) >= TOPIC_CHUNKS}
 
 
+def _says_name(text: str, name: str) -> bool:
+    """Does `text` say `name` as a word of its own ("USAGE" of "the USAGE column", not of "FUNCTION_USAGE")?"""
+    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", text) is not None
+
+
 def _codes_written(question: str) -> re.Pattern | None:
     """What finds in a unit the codes the question writes, whole; None when it writes none."""
     codes = list(dict.fromkeys(_WRITTEN_CODE.findall(question)))
@@ -1544,7 +1549,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     # nor, naming no column, is its row a cell asked ("CC-SAM — 61.4；49.5；…" of "CC-SAM论文的实验用的什么GPU")
     topic_rows: set[int] = set()
     if rows_written:
-        topics = _topics(units, lambda text: [label for label in rows_written if label in text])
+        topics = _topics(units, lambda text: [label for label in rows_written if _says_name(text, label)])
         rows_written -= topics
         topic_rows = {i for i, label in headless.items() if label in topics}
     aside, set_aside = _set_aside(question, context), set()  # (and the units stating it)
