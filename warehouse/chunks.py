@@ -243,7 +243,7 @@ def numbered_chunks(db_path: Path, kb: str, asks: Sequence[HeadingAsk]) -> list[
     sql = f"""{_ASKS}
         SELECT a.qi, a.seed_id, {cols}
         FROM asks a JOIN chunks c ON c.kb = ? AND c.source = a.source AND starts_with({own}, a.heading)
-         AND regexp_matches(substr({own}, length(a.heading) + 1), '^(?:[\s\u3000]|$)')
+         AND regexp_matches(substr({own}, length(a.heading) + 1), '^(?:[\\s\u3000]|$)')
         QUALIFY row_number() OVER (PARTITION BY a.qi, a.source, a.heading ORDER BY c.chunk_index) = 1
         ORDER BY a.qi, c.source, c.chunk_index"""
     return _neighbours(db_path, sql, [*_asks_params(asks), kb])

@@ -51,9 +51,14 @@ def chunk_id_of(vector_id: str) -> str:
     return _VIEW_SUFFIX.sub("", vector_id) if VIEW_MARK in vector_id else vector_id
 
 
+def file_name(source: str) -> str:
+    """The file name a source ends in ("byd_2025q1_quarterly_report.pdf", "SOURCES.md")."""
+    return PurePosixPath(source.replace("\\", "/")).name or source
+
+
 def document_name(source: str) -> str:
     """The file name a source ends in, without a document suffix ("byd_2025q1_quarterly_report")."""
-    name = PurePosixPath(source.replace("\\", "/")).name or source
+    name = file_name(source)
     stem, dot, suffix = name.rpartition(".")
     return stem if dot and stem and suffix.lower() in DOCUMENT_SUFFIXES else name
 

@@ -30,17 +30,16 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import PurePosixPath
 from typing import NamedTuple
 
 import numpy as np
 
-from schemas.chunk import (CHART, CODE, FIGURE_AFTER, FIGURE_BEFORE, FIGURE_DATA, FIGURE_DESCRIPTION, FIGURE_LOCATED, HEADING,
-                           IMAGE, INDEX, TABLE, TEXT)
+from schemas.chunk import (CHART, CODE, FIGURE_AFTER, FIGURE_BEFORE, FIGURE_DATA, FIGURE_DESCRIPTION, FIGURE_LOCATED,
+                           HEADING, IMAGE, INDEX, TABLE, TEXT)
 from schemas.errors import LLMError
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, QAResult, Question
 from schemas.settings import Settings
-from tasks.index.views import document_name
+from tasks.index.views import document_name, file_name
 from tasks.qa.context import (ARTICLE_CITED, ASKS_CONTENTS, ASKS_DOCUMENT_TITLE, COVER_CHUNKS, PART_NUMERAL, Context,
                               articles_asked, quoted, row_labels, sections_asked)
 from tasks.qa.extract import (COUNT_WORDS, LAST, ORDINAL_WORDS, STANDARD_PREFIXES, answers_what_is_asked, columns,
@@ -587,7 +586,7 @@ def _named_terms(source: str, question_terms: frozenset[str], question: str = ""
     "SVOLT-196Ah-…-Blade-Battery-Cell-…"; its suffix too where the question writes the name whole, the "md" of
     "SOURCES.md"): they name the document, so each of its units holds them, as each unit of a titled document
     holds its title's (`_subject_terms`)."""
-    name = PurePosixPath(source.replace("\\", "/")).name
+    name = file_name(source)
     whole = name.lower() in question.lower() and "." in name
     return terms(name if whole else document_name(source)) & question_terms
 

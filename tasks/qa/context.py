@@ -34,7 +34,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -180,36 +180,37 @@ def sections_asked(question: str) -> list[str]:
                                *(a or b for a, b in _CLAUSE_WRITTEN.findall(question))]))
 
 
-def _sections_asked(db_path: Path, kb: str, retrievals: Sequence[Retrieval],
-                    seeds: Sequence[tuple[int, int, Candidate]]) -> list:
-    """The first chunk of each section a question names by its number, in the documents it names, else in its
-    seeds' documents: the section ranked next to it ("6.3.2.1.6") does not say what "clause 6.3.2.1.7" does."""
-    from warehouse.chunks import HeadingAsk, numbered_chunks
+def _named_or_seeds(retrievals: Sequence[Retrieval], seeds: Sequence[tuple[int, int, Candidate]],
+                    asked: Callable[[str], list[str]]) -> list:
+    """Per question, what `asked` finds in it (an article's, a section's number), to be looked for in the documents
+    the question names ("根据宪法第十条": the constitution's, though every seed is the civil code's), else in its seeds'
+    documents, however far the seeds are from it (`warehouse.chunks.HeadingAsk`s)."""
+    from warehouse.chunks import HeadingAsk
 
     asks: dict[tuple[int, str, str], str] = {}
     for qi, _, c in seeds:
-        for number in sections_asked(retrievals[qi].question):
+        for number in asked(retrievals[qi].question):
             for source in sorted(retrievals[qi].named_documents) or [c.chunk.source]:
                 asks.setdefault((qi, source, number), c.chunk_id)
-    return numbered_chunks(db_path, kb, [HeadingAsk(qi, seed_id, source, number)
-                                         for (qi, source, number), seed_id in asks.items()])
+    return [HeadingAsk(qi, seed_id, source, number) for (qi, source, number), seed_id in asks.items()]
+
+
+def _sections_asked(db_path: Path, kb: str, retrievals: Sequence[Retrieval],
+                    seeds: Sequence[tuple[int, int, Candidate]]) -> list:
+    """The first chunk of each section a question names by its number: the section ranked next to it ("6.3.2.1.6")
+    does not say what "clause 6.3.2.1.7" does."""
+    from warehouse.chunks import numbered_chunks
+
+    return numbered_chunks(db_path, kb, _named_or_seeds(retrievals, seeds, sections_asked))
 
 
 def _articles_asked(db_path: Path, kb: str, retrievals: Sequence[Retrieval],
                     seeds: Sequence[tuple[int, int, Candidate]]) -> list:
-    """The chunk where each article a question names begins, in the documents it names ("根据宪法第十条": the
-    constitution's, though every seed is the civil code's), else in its seeds' documents, however far the seeds
-    are from it: the article ranked next to it ("第六十一条") does not answer what "Article 60" says."""
-    from warehouse.chunks import HeadingAsk, article_chunks
+    """The chunk where each article a question names begins: the article ranked next to it ("第六十一条") does not
+    answer what "Article 60" says."""
+    from warehouse.chunks import article_chunks
 
-    asks: dict[tuple[int, str, str], str] = {}
-    for qi, _, c in seeds:
-        named = retrievals[qi].named_documents
-        for article in articles_asked(retrievals[qi].question):
-            for source in sorted(named) or [c.chunk.source]:
-                asks.setdefault((qi, source, article), c.chunk_id)
-    return article_chunks(db_path, kb, [HeadingAsk(qi, seed_id, source, article)
-                                        for (qi, source, article), seed_id in asks.items()])
+    return article_chunks(db_path, kb, _named_or_seeds(retrievals, seeds, articles_asked))
 
 
 def _figures_asked(db_path: Path, kb: str, retrievals: Sequence[Retrieval],

@@ -519,10 +519,10 @@ def _paired(value: str, conditions: list[str], question: str) -> str:
     values = _GLUED_VALUE.findall(value)
     if len(values) < 2 or "".join(values).replace(" ", "") != value.replace(" ", ""):
         return value
+    question = unicodedata.normalize("NFKC", question)
     for condition in conditions:
         marks = list(dict.fromkeys(m.strip() for m in _BRACKETED.findall(unicodedata.normalize("NFKC", condition))))
-        written = [i for i, mark in enumerate(marks)
-                   if re.search(rf"(?<![\w/.]){re.escape(mark)}(?!\w)", unicodedata.normalize("NFKC", question))]
+        written = [i for i, mark in enumerate(marks) if re.search(rf"(?<![\w/.]){re.escape(mark)}(?!\w)", question)]
         if len(marks) == len(values) and len(written) == 1:
             return values[written[0]].strip()
     return value

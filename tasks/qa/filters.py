@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from schemas.chunk import Chunk
 from schemas.qa import RERANK
 from schemas.settings import Settings
-from tasks.index.views import document_name
+from tasks.index.views import document_name, file_name
 from tasks.qa.extract import DOCUMENT_WORDS, FILE_EXTENSIONS, FILE_PATH, scope_parts, terms
 from tasks.qa.types import Candidate
 
@@ -312,10 +312,6 @@ def document_name_text(source: str, opening: Sequence[tuple[str, str]]) -> str:
     return " ".join(words)
 
 
-def _file_name(path: str) -> str:
-    return path.replace("\\", "/").rsplit("/", 1)[-1].lower()
-
-
 class DocumentNames:
     """Which documents of a knowledge base a question names, by the words it names its document with
     (`tasks.qa.extract.scope_parts`) found in a document's name (`document_name_text`: "中华人民共和国民法典",
@@ -326,7 +322,7 @@ class DocumentNames:
         self._named_by: dict[str, list[str]] = {}
         self._files: dict[str, list[str]] = {}  # a source's file name, lower case → the sources so named
         for source in covers:
-            self._files.setdefault(_file_name(source), []).append(source)
+            self._files.setdefault(file_name(source).lower(), []).append(source)
         for source, opening in covers.items():
             for term in terms(document_name_text(source, opening)) - _DOCUMENT_KIND:
                 self._named_by.setdefault(term, []).append(source)
@@ -351,7 +347,8 @@ class DocumentNames:
                  and len(held[s]) >= NAMED_DOCUMENT_COVERAGE * len(asked) and not all(t.isdigit() for t in held[s])]
         # a file name the question writes whole ("单元测试文档 unit_test_headers_numbered.docx") names its document,
         # whatever words describe it beside ("docling的编号标题单元测试Word文档")
-        written = {source for path in FILE_PATH.findall(question) for source in self._files.get(_file_name(path), ())}
+        written = {source for path in FILE_PATH.findall(question)
+                   for source in self._files.get(file_name(path).lower(), ())}
         named = [*written, *(s for s in named if s not in written)]
         return frozenset(named) if len(named) <= NAMED_DOCUMENT_MAX else frozenset()
 

@@ -12,8 +12,8 @@ from schemas.chunk import Chunk
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, RRF
 from schemas.settings import Settings
 from tasks.qa.answer import (_ASKED_AFTER, CELL_BONUS, CONFIDENCE_LOW, CONFIDENCE_MID, LAST, NOT_FOUND, SYSTEM_PROMPT,
-                          Answerer, _enumerates, _heading_written, _label_named, _line_at, _says_name, _sections_written,
-                          _subject_terms, _table_unit, asked_ordinal, build_messages, confidence,
+                          Answerer, _enumerates, _heading_written, _label_named, _line_at, _says_name,
+                          _sections_written, _subject_terms, _table_unit, asked_ordinal, build_messages, confidence,
                           confidence_instruction, cosine_floor, evidence_units, extractive_answer, grade_evidence,
                           sentences, validate_citations)
 from tasks.qa.context import ASKS_DOCUMENT_TITLE, Context, build_context
@@ -687,7 +687,8 @@ def test_a_contents_entry_titled_as_the_question_writes_it_answers_however_short
                     "从而可以随意添加，放置，和修改，如同一般章节。", "text")
     answer = extractive_answer("ucasthesis使用说明的目录里，“致谢”排在第几页？", _context((thanks, 0.8), (contents, 0.8)), S)
     assert answer.text == "致谢 19[ref:ucasthesis_template_guide.pdf_7]"
-    question = "In the table of contents of the ucasthesis guide, on which page does the 参考文献 (references) section begin?"
+    question = "In the table of contents of the ucasthesis guide, on which page does the 参考文献 (references) section " \
+               "begin?"
     assert extractive_answer(question, _context((contents, 0.8)), S).text == \
         "参考文献 15[ref:ucasthesis_template_guide.pdf_7]"
 
@@ -713,8 +714,8 @@ def test_a_file_name_written_whole_names_its_document_not_the_rows_sharing_its_s
     # the corpus's SOURCES.md as landed: "md" of "SOURCES.md" names no row "en/groundtruth/multi_page.md"
     files = _chunk("../SOURCES.md_2", "local file | repo | git blob | bytes\n"
                    "en/multi_page.pdf | docling-project/docling | 7d9eb1818d61fa4d3e80d1c8a41e705c6fa7bc9d | 128,322\n"
-                   "en/groundtruth/multi_page.md | docling-project/docling | 0f9d4220544a4731d7881ae8ac07aa02a03d1d5c | "
-                   "9,392", "table")
+                   "en/groundtruth/multi_page.md | docling-project/docling | "
+                   "0f9d4220544a4731d7881ae8ac07aa02a03d1d5c | 9,392", "table")
     note = _chunk("../SOURCES.md_0", "Every binary file is a byte-for-byte copy of a git blob from a public GitHub "
                   "repository (fetched snapshot); the git-blob column lets anyone re-check it.", "text")
     question = "How does the corpus SOURCES.md describe each binary file relative to the git blob it was taken from?"

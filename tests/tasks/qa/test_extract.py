@@ -1713,12 +1713,13 @@ def test_a_question_asking_which_row_holds_a_columns_extreme_gets_that_rows_labe
 
 
 def test_the_extreme_row_asked_is_found_though_the_question_names_the_papers_own_row():
-    # CC-SAM's Table 4 as landed: "above CC-SAM itself" sets its row apart, and the paper's own name ("In CC-SAM's
-    # comparison") writes no row out
+    # CC-SAM's Table 4 as landed: the paper's own name ("In CC-SAM's comparison", "above CC-SAM itself") writes no
+    # row out, so the question asks the column's extreme
     table = (" | ImageNet-LT | ImageNet-LT | Places-LT | Places-LT\nMethod | Few | F-measure | Few | F-measure\n"
              "IEM [65] | 20.1 | 0.525 | 28.9 | 0.486\nLUNA [5] | 23.6 | 0.579 | 29.0 | 0.491\n"
              "CC-SAM | 37.1 | 0.552 | 36.4 | 0.510")
-    question = "In CC-SAM's comparison (Table 4), which method posts the highest ImageNet-LT F-measure, above CC-SAM itself?"
+    question = ("In CC-SAM's comparison (Table 4), which method posts the highest ImageNet-LT F-measure, above CC-SAM "
+                "itself?")
     assert table_cell(question, table, subject=frozenset({"cc", "sam"})).text == \
         "LUNA [5] — ImageNet-LT F-measure: 0.579"
 
@@ -1726,8 +1727,8 @@ def test_the_extreme_row_asked_is_found_though_the_question_names_the_papers_own
 def test_a_number_grouped_by_thousands_names_the_row_holding_it():
     # the corpus's SOURCES.md file list, as landed: "24,338" is one number, in the question and in its cell
     files = ("local file | repo | bytes | repo licence\nzh_pdf/prc_constitution.pdf | bobo-xiaoming/zufang | 303,430 | "
-             "none stated\nzh_docx/nbt_npp_psr_part1_drafting_notes.docx | chatchat-space/Langchain-Chatchat | 24,338 | "
-             "Apache-2.0\nen/word_sample.docx | docling-project/docling | 102,450 | MIT")
+             "none stated\nzh_docx/nbt_npp_psr_part1_drafting_notes.docx | chatchat-space/Langchain-Chatchat | "
+             "24,338 | Apache-2.0\nen/word_sample.docx | docling-project/docling | 102,450 | MIT")
     cell = table_cell("In the provenance table of SOURCES.md, which local file is listed with a size of 24,338 bytes?",
                       files)
     assert cell.value == "24,338" and "zh_docx/nbt_npp_psr_part1_drafting_notes.docx" in cell.label
