@@ -1436,7 +1436,10 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
                 cell = Cell(shown, "", " | ".join(row[i] for i in values), row_score, max(score, 0.0), written)
             elif score > 0:
                 value = _paired(row[j], [row[i] for i in stated], question) if conditioned else row[j]
-                cell = Cell(shown, headers[j] if j < len(headers) else "", value, row_score, score, written)
+                # (a row picked by an item of its list the question writes, "Food一栏含有Maple的那一类", is named as
+                # surely as by its label)
+                listed = conditioned and any(_lists_written(row[i], asked) for i in stated)
+                cell = Cell(shown, headers[j] if j < len(headers) else "", value, row_score, score, written or listed)
             else:
                 every = "；".join(f"{headers[j]}: {row[j]}" if j < len(headers) and headers[j] else row[j]
                                  for j in values)

@@ -737,6 +737,16 @@ def test_a_listings_line_the_question_writes_out_answers_with_its_comment():
     assert answer.text == "3: while 𝑟 ≠ 0 do ▷ We have the answer if r is 0[ref:ucasthesis_template_guide.pdf_44]"
 
 
+def test_a_row_picked_by_an_item_of_its_list_answers_a_question_in_the_other_language():
+    # word_sample.docx.md as landed (chunk 3): "Maple" picks the Leaves row; the Chinese question shares few terms with
+    # the English cell, which its written item must carry past the share of terms a unit needs
+    food = _chunk("word_sample.docx.md_3", " | Food | Calories per portion\nLeaves | Ash, Elm, Maple | 50\n"
+                  "Berries | Blueberry, Strawberry, Cranberry | 150\nGrain | Corn, Buckwheat, Barley | 200", "table")
+    answer = extractive_answer("docling的鸭子Word示例里，Food一栏含有Maple（枫树）的那一类食物，每份的热量是多少卡路里？",
+                               _context((food, 0.9)), S)
+    assert answer.text == "Leaves — Calories per portion: 50[ref:word_sample.docx.md_3]"
+
+
 def test_a_code_the_prose_of_several_chunks_says_names_the_document_not_the_line_asked():
     # redp5110_sampled.md as landed: "DB2" of the question names the Redpaper, which says it everywhere
     leaders = " " + ". " * 20

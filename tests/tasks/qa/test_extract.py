@@ -1782,6 +1782,7 @@ def test_a_list_cell_holding_a_name_the_question_writes_is_the_rows_condition_no
                               ("In the food table, the group that lists Maple gives how many calories?", "")):
         cell = table_cell(question, food, glosses=glosses)
         assert (cell.header, cell.value) == ("Calories per portion", "150" if "Strawberry" in question else "50")
+        assert cell.written  # the row named by its item as surely as by its label: the cell's bonus in full
     # a cell of clauses is no list of names: "the copy carries a watermark" is said, not a condition
     assert not _lists_written("national standard (SAC copyright); the copy carries a watermark", "watermark")
 
