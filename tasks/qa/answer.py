@@ -702,6 +702,9 @@ OTHER_ARTICLE_SHARE = 0.5  # of its score, for a unit of an article (a table) ot
 # a code the question writes ("SF4", "TA33"): a short line writing it out whole (not "SF14") labels what is asked
 _WRITTEN_CODE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2,5}[0-9]{1,3}(?![A-Za-z0-9])")
 CODE_BONUS = 0.2
+CODE_LINE_CHARS = 40  # a line this short writing a code out labels it ("4. 老化（SF4）"); a sentence may cite it
+
+
 # a listing's line asked ("while 𝑟 ≠ 0 do 这一行的注释", "the comment on the line return b"), holding a run of code the
 # question writes out: the line asked (a statement's clause not asked by its line is quoted with its statement)
 _ASKS_LINE = re.compile(r"[这那该此]一?行|\b(?:that|this|the) line\b|\bline\s+[0-9]", re.IGNORECASE)
@@ -712,7 +715,6 @@ _CODE_RUN = re.compile(r"[^\u3000-\u303f\u3400-\u9fff\uff00-\uffef]{8,}")  # no 
 def _code_written(line: str, question: str) -> bool:
     runs = (" ".join(run.split()) for run in _CODE_RUN.findall(question))
     return any(len(run) >= 8 and run in line for run in runs)
-CODE_LINE_CHARS = 40  # a line this short writing a code out labels it ("4. 老化（SF4）"); a sentence may cite it
 
 
 # a section's number the question writes ("section 2.1.4", "5.3.1条", `context.sections_asked`): a unit opening with it
@@ -751,7 +753,7 @@ def _topics(units: Sequence[_Unit], names_in: Callable[[str], Iterable[str]]) ->
 
 def _says_name(text: str, name: str) -> bool:
     """Does `text` say `name` as a word of its own ("USAGE" of "the USAGE column", not of "FUNCTION_USAGE")?"""
-    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", text) is not None
+    return name in text and re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", text) is not None
 
 
 def _codes_written(question: str) -> re.Pattern | None:
