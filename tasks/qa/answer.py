@@ -712,6 +712,26 @@ WRITTEN_LINE_BONUS = 0.1
 _CODE_RUN = re.compile(r"[^\u3000-\u303f\u3400-\u9fff\uff00-\uffef]{8,}")  # no CJK nor full-width punctuation
 
 
+# a pseudocode listing flattened into one line ("…do Compute empirical loss $L _ { S }$with $B _ { i }$Estimate the
+# class-specific gradient set …"): its steps open with a label ("Stage 2:"), after a "do", or with a capitalized verb
+# after a word in lower case or a formula ("$Obtain the adversarial feature via Eqn 12"), each quoted on its own
+_STEP_LABEL = re.compile(r"(?:Input|Output|Require|Ensure|Stage|Step|Phase)\s*[0-9]*\s*:")
+_STEP_START = re.compile(rf"{_STEP_LABEL.pattern}|(?<=\bdo)\s|(?<![A-Za-z-])[A-Z][a-z]{{2,}}(?=\s+(?:[a-z$\u0370-\u03ff]))")
+_CAPITALIZED_LAST = re.compile(r"(?:^|\s)[A-Z][\w-]*\s*$")
+
+
+def _listing_steps(listing: str) -> list[str]:
+    """A code chunk's lines, or a flattened pseudocode's steps."""
+    lines = [" ".join(line.split()) for line in listing.splitlines() if line.strip()]
+    if len(lines) > 1:
+        return lines
+    cuts = [m.start() for m in _STEP_START.finditer(listing)
+            if not listing[:m.start()].rstrip().endswith(":")
+            and (_STEP_LABEL.match(m.group()) or not _CAPITALIZED_LAST.search(listing[:m.start()]))]
+    steps = (listing[a:b].strip() for a, b in zip([0, *cuts], [*cuts, len(listing)]))
+    return [" ".join(step.split()) for step in steps if step]
+
+
 def _code_written(line: str, question: str) -> bool:
     runs = (" ".join(run.split()) for run in _CODE_RUN.findall(question))
     return any(len(run) >= 8 and run in line for run in runs)
@@ -1365,8 +1385,8 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     still_open: dict[tuple[str, int], tuple[str, bool]] = {}
     line_asked = bool(_ASKS_LINE.search(question))
     for c in sorted(context.chunks, key=lambda c: (c.source, c.chunk.chunk_index)):
-        if c.chunk.chunk_type == CODE and line_asked:  # a listing's lines ("3: while r ≠ 0 do ▷ We have …")
-            prose[c.chunk_id] = [" ".join(line.split()) for line in c.chunk.content.splitlines() if line.strip()]
+        if c.chunk.chunk_type == CODE and (line_asked or "\n" not in c.chunk.content.strip()):
+            prose[c.chunk_id] = _listing_steps(c.chunk.content)
         elif c.chunk.chunk_type not in GRIDS:
             opening, in_item = still_open.get((c.source, c.chunk.chunk_index - 1), ("", False))
             prose[c.chunk_id], *ends = _sentence_units(c.chunk, ordinal is not None, opening, in_item)

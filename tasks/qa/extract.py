@@ -42,6 +42,7 @@ table's "电芯容量Nominal Capacity" matches "nominal capacity" and "电芯容
 """
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections import Counter
@@ -868,12 +869,14 @@ def _compared(headers: list[str], scores: list[float]) -> list[float]:
 # a cell found by its value in a row or a column the question names: what is asked is its column, or its row
 _VALUE_GIVEN = re.compile(r"(?:数值|取值|值)\s*(?:为|是|等于)\s*(-?[0-9]+(?:\.[0-9]+)?)(?![0-9.])"
                           r"|\bvalue\s+(?:of\s+)?(-?[0-9]+(?:\.[0-9]+)?)(?![0-9.])", re.IGNORECASE)
-_ASKS_WHICH_HEADER = re.compile(r"\bwhich\b|\bwhat\b|哪", re.IGNORECASE)
+_ASKS_WHICH_HEADER = re.compile(r"\bwhich\b|\bwhat\b|\bwho\b|哪|谁", re.IGNORECASE)
 # or a measured value it writes out, alone, asking which row ("which baseline scores 81.18 on CIFAR-10-LT",
 # "F-measure为0.486的是哪种方法"): a decimal, not the 10 of "CIFAR-10-LT" nor a count
-_WRITTEN_DECIMAL = re.compile(r"(?<![A-Za-z0-9_.\-])-?[0-9]+\.[0-9]+(?![A-Za-z0-9_.])")
-# or a whole number it writes with its unit apart ("272 A", "721 W", "10秒"), not a name's glued one ("SVOLT 196Ah")
-_WRITTEN_MEASURE = re.compile(r"(?<![A-Za-z0-9_.\-])([0-9]+)(?:\s+(?:A|W|V|Wh|Ah|s)(?![A-Za-z0-9])|\s*[秒℃])")
+_WRITTEN_DECIMAL = re.compile(r"(?<![A-Za-z0-9_.,\-])-?[0-9]+\.[0-9]+(?![A-Za-z0-9_.])")
+# or a whole number it writes with its unit apart ("272 A", "721 W", "10秒", "835百万元"), not a name's glued one
+# ("SVOLT 196Ah")
+_WRITTEN_MEASURE = re.compile(r"(?<![A-Za-z0-9_.\-])([0-9]+)(?:\s+(?:A|W|V|Wh|Ah|s)(?![A-Za-z0-9])"
+                              r"|\s*(?:[秒℃股元]|百万元|千元|万元|亿元))")
 # or one grouped by thousands ("a size of 24,338 bytes"): a measured amount, not a count of things
 _WRITTEN_GROUPED = re.compile(r"(?<![A-Za-z0-9_.,\-])[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?(?![A-Za-z0-9_]|[.,][0-9])")
 _THOUSANDS = re.compile(r"(?<=[0-9]),(?=[0-9]{3}(?![0-9]))")
@@ -899,14 +902,19 @@ def _cell_by_value(question: str, content: str) -> Cell | None:
     extreme = _asked_extreme(question) if given is None else None
     if (given is None and extreme is None and not written) or not _ASKS_WHICH_HEADER.search(question):
         return None
-    grid = [row for row, _ in _rows(content) if len(row) > 2]
+    rows = _rows(content)
+    grid = [row for row, _ in rows if len(row) > 2]
     if len(grid) < 3:
         return None
     header, data = grid[0], grid[1:]
+    # (a row's own block's header: the second table of a chunk has its own, "股东名称 | 持有无限售条件股份数量 | …")
+    block_header = {id(row): headers for headers, block in _blocks(rows) for row in block}
 
     def found(row: list[str], j: int, label: str = "") -> Cell:
         label = label or row[0].strip() or f"#{data.index(row) + 1}"
-        return Cell(label, header[j].strip(), row[j].strip(), 1.0, 1.0, True)
+        own = block_header.get(id(row), header)
+        return Cell(label, (own[j] if j < len(own) and own[j].strip() else header[j]).strip(), row[j].strip(),
+                    1.0, 1.0, True)
 
     if written:
         held = [(row, j) for row in data for j in range(1, min(len(row), len(header)))
@@ -1105,7 +1113,7 @@ def _conditions(question: str, rows: list[tuple[list[str], bool]], subject: froz
 # column named is asked, its label the answer
 _ASKS_MOST = re.compile(r"最高|最大|最多|\b(?:highest|largest|greatest|most|tops?|best)\b", re.IGNORECASE)
 _ASKS_LEAST = re.compile(r"最低|最小|最少|\b(?:lowest|smallest|least|fewest)\b", re.IGNORECASE)
-_ASKS_WHICH = re.compile(r"\bwhich\b|哪个|哪一|哪种|哪类|哪家", re.IGNORECASE)
+_ASKS_WHICH = re.compile(r"\bwhich\b|\bwho\b|哪个|哪一|哪种|哪类|哪家|谁", re.IGNORECASE)
 EXTREME_ROW_SCORE = 10.0  # above any row the question names by its label: the question's shape decides
 
 
@@ -1178,6 +1186,47 @@ def _band_row(sign: int, data: list[list[str]], headers: list[str], scores: list
     return Cell(row[0].strip(), headers[j], row[j], EXTREME_ROW_SCORE, top, True)
 
 
+# a temperature the question states ("此刻温度为22℃", "sitting at 48 °C"), not a range's bound: the band holding it
+# ("20°C≤T<25℃", "≥45" up to the next "≥55", "<-30") is the row asked
+# ("…的温度是-15℃"; not a bound, "below -20℃", "≥-10℃", "15–20 ℃", nor a test's condition, "(25℃, 1C …)")
+_TEMPERATURE_STATED = re.compile(r"(?:温度|temperature|\bat|\bis|为|是)\s{0,2}(?<![0-9.≤<≥>\-–~～至到])"
+                                 r"(-?[0-9]+(?:\.[0-9]+)?)\s*(?:°\s*C|℃)(?!\s*(?:[≤<]|以[上下]|or\b))",
+                                 re.IGNORECASE)
+_TWO_SIDED = re.compile(r"(-?[0-9.]+)\D{0,4}?[≤<]\s*T\s*([≤<])\D{0,2}?(-?[0-9.]+)")
+_ONE_SIDED = re.compile(r"^\s*([≥>≤<])\s*(-?[0-9.]+)\D*$|^\s*(-?[0-9.]+)\D{0,4}?([<≤])\s*T\s*$")
+
+
+def _stated_temperature(question: str) -> float | None:
+    stated = {float(t) for t in _TEMPERATURE_STATED.findall(_RANGE_WRITTEN.sub(" ", question))}
+    return stated.pop() if len(stated) == 1 else None
+
+
+def _band_holding(temperature: float, labels: list[str]) -> set[str]:
+    """The labels of temperature bands ("15°℃≤T<20℃", "≥ -10", "<-30", "55℃<T") holding the temperature; a "≥" band
+    reaches up to the next "≥" band's bound."""
+    read = {label: unicodedata.normalize("NFKC", label) for label in labels}
+    floors = sorted({float(m.group(2)) for label in read.values()
+                     for m in [_ONE_SIDED.match(label)] if m and m.group(1) and m.group(1) in "≥>"})
+    holding = set()
+    for label, normal in read.items():
+        two, one = _TWO_SIDED.search(normal), _ONE_SIDED.match(normal)
+        if two and not _HAS_LETTERS.search(normal):
+            low, high = float(two.group(1)), float(two.group(3))
+            inside = low <= temperature < high or (two.group(2) == "≤" and temperature == high)
+        elif one and one.group(1):
+            bound = float(one.group(2))
+            above = [f for f in floors if f > bound]
+            inside = bound <= temperature < (above[0] if above else math.inf) if one.group(1) in "≥>" \
+                else temperature < bound or (one.group(1) == "≤" and temperature == bound)
+        elif one:
+            inside = temperature > float(one.group(3))
+        else:
+            continue
+        if inside:
+            holding.add(label)
+    return holding
+
+
 def _single_number(cell: str) -> float | None:
     """The one number a value cell holds ("72.0", "2.1C", "-10", "24,338"), else None."""
     found = _signed_decimals(_THOUSANDS.sub("", cell)) if _NUMBER_CELL.match(cell) else set()
@@ -1246,7 +1295,9 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
     # ("ta", "12" and the "1" of "Table 1" name "TA12-1" as well as "TA12")
     codes = _whole_codes({row[0] for row, _ in rows[1:] if row and _CODE_LABEL.match(_plain(row[0]))
                           and _writes(asked, _plain(row[0]))}, question)
+    temperature = _stated_temperature(question)
     for block_headers, data in _blocks(rows):
+        banded = _band_holding(temperature, [row[0] for row in data if row]) if temperature is not None else set()
         group_written = None  # the row score of the group item ("（一）…") the question writes out, while its items follow
         # a block with a column saying the opposite of what is asked is the other table ("前10名无限售条件
         # 股东持股情况" for 有限售条件股份): none of its columns is named
@@ -1348,6 +1399,10 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
             numbered = bool(k) and _item_number_written(row[0], question)
             if numbered:
                 row_score = max(row_score, GROUP_TIE_WEIGHT)
+            if banded and _RANGE_SIGN.search(row[k]):  # another band is not asked ("30 s" is no "≥ -30")
+                if row[k] not in banded:
+                    continue
+                row_score = max(row_score, GROUP_TIE_WEIGHT)
             if _changes_row(name) and row_score > 0:  # the change of the row above: asked as a change or not at all
                 row_score += GROUP_TIE_WEIGHT if change_asked else -GROUP_TIE_WEIGHT
             if not name or not values or row_score <= 0:
@@ -1385,7 +1440,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
                        and (bool(terms(name) - subject) or len(terms(name)) >= PATH_LABEL_TERMS)) or \
                 (label_numbers <= (asked_numbers if len(label_numbers) >= 2 else bounds)  # a one-sided "≥-10": bounds
                  and bool(label_numbers) and not _HAS_LETTERS.search(name) and _RANGE_SIGN.search(name) is not None) \
-                or bool(quoted) or at_place or numbered
+                or bool(quoted) or at_place or numbered or row[k] in banded
             if written:
                 # the row of what is asked beats a row the question names as its setting ("财务费用项下的利息费用")
                 row_score += 1.0 + FOCUS_ROW_BONUS * (_plain(written_name) in asked_about)

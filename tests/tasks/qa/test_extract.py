@@ -1797,3 +1797,51 @@ def test_a_closing_sentence_saying_in_what_language_to_answer_is_not_what_is_ask
     assert without_answer_form(kept) == kept
     assert without_answer_form("Answer in Chinese.") == "Answer in Chinese."
     assert without_answer_form("中文名称是什么？") == "中文名称是什么？"
+
+
+def test_a_temperature_the_question_states_names_the_band_holding_it(tables):
+    # the SVOLT tables as landed: rows by temperature bands, one-sided ("≥45" reaches up to "≥55") or two-sided
+    power = table_with(tables["svolt_mineru2.7.6"], "Power(20%SOC)").content
+    cell = table_cell("A SVOLT 196Ah blade cell is sitting at 48 °C. Going by the BOL pulse-discharge table, how many "
+                      "watts may it deliver in a 30 s pulse at 20% SOC?", power)
+    assert (cell.label, cell.value) == ("≥45", "1190")  # (nor does "30 s" name "≥-30")
+    current = table_with(tables["svolt_mineru2.7.6"], "Current(80%SOC)").content
+    cell = table_cell("再生制动回充时，如果蜂巢能源196Ah电芯的温度是-15℃，规格书允许的10秒再生脉冲电流（80% SOC）为多少安？",
+                      current)
+    assert (cell.label, cell.value) == ("≥-20", "24")
+    steps = table_with(tables["svolt_mineru2.7.6"], "1.60C").content
+    cell = table_cell("一块蜂巢能源196Ah刀片电芯此刻温度为22℃，照规格书的阶梯充电制度，起始那一级（充到35% SOC为止）"
+                      "该用多大倍率的电流？", steps)
+    assert (cell.label, cell.value) == ("20°C≤T<25℃", "1.60C")
+    # a bound is no temperature stated: "below -20℃" asks the "<-20" row by its words, not the band holding -20
+    assert table_cell("In the regenerative pulse charge table (80% SOC), what entry is given for cell temperatures "
+                      "below -20℃?", current).value != "24"
+
+
+def test_a_value_written_with_its_thousands_or_unit_names_the_row_asked(tables):
+    # BYD's Q1 2025 report as landed: the balance sheet, and the top shareholders' chunk holding two tables
+    sheet = table_with(tables["byd_2025q1_quarterly_report"], "使用权资产").content
+    cell = table_cell("比亚迪2025年3月31日的合并资产负债表里，哪个所有者权益项目的期末余额和期初余额都是7,374,087,000.00元？",
+                      sheet)
+    assert (cell.label, cell.value) == ("盈余公积", "7,374,087,000.00")  # (its "000.00" is no second number)
+    holders = table_with(tables["byd_2025q1_quarterly_report"], "前10名无限售条件股东持股情况").content
+    cell = table_cell("比亚迪2025年一季报前10名无限售条件股东中，持有59,807,155股人民币普通股的是谁？", holders)
+    # who is asked as which is, and the header is the one of the row's own table, not of the chunk's first
+    assert (cell.label, cell.header, cell.value) == ("吕向阳", "持有无限售条件股份数量", "59,807,155")
+    # the broker note's income statement as landed (two rows of it): a whole number with its unit apart
+    income = ("利润表（百万元） | 2022 | 2023 | 2024E\n营业利润 | 2806 | 3611 | 3101\n利润总额 | 2897 | 3624 | 3101\n"
+              "所得税费用 | 835 | 705 | 620\n归属于母公司净利润 | 2155 | 2952 | 2397")
+    assert table_cell("券商对某服装企业的利润表预测中，2022年金额为835百万元的是哪个科目？", income).label == "所得税费用"
+
+
+def test_a_flattened_pseudocode_is_quoted_step_by_step(documents):
+    # the CC-SAM paper's Algorithm 1 as MinerU's cloud API landed it: one code chunk on one line
+    (listing,) = [c for c in documents["cvpr_mineru3.4.4"] if c.chunk_type == "code"]
+    assert "\n" not in listing.content.strip()
+    ctx = build_context([Candidate(listing.chunk_id, 0.9, chunk=listing)], Settings())
+    answer = extractive_answer("In Algorithm 1 (Training Paradigm of CC-SAM), which equation is used in Stage 2 to "
+                               "obtain the adversarial feature?", ctx, Settings())
+    assert answer.text == f"Obtain the adversarial feature via Eqn 12[ref:{listing.chunk_id}]"
+    answer = extractive_answer("CC-SAM论文算法1（Training Paradigm of CC-SAM）的第一阶段中，对每个batch计算经验损失后，要针对L_S估计"
+                               "哪一个梯度集合G？请给出英文原文。", ctx, Settings())
+    assert "class-specific gradient set" in answer.text and "Eqn 12" not in answer.text
