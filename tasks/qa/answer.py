@@ -697,6 +697,14 @@ def _script_asked(question: str) -> Callable[[str], bool] | None:
 # …": a line of the table's header); it speaks of another row or of none (0.3–0.7 measured alike, +4 −0 of 4,289)
 UNNAMED_ROW_SHARE = 0.5
 ROW_NAME_MIN_CHARS = 2
+_DECIMAL_HEADER = re.compile(r"^\s*-?[0-9]+\.[0-9]+\s*$")
+
+
+def _names_no_column(header: str) -> bool:
+    """No header, or a decimal: a data row read as the header ("CE |  | 10.4 | … | 0.366", CC-SAM's Table 4 as the PDF's
+    own parse landed it) names no column; a year ("2023") does."""
+    return not header or bool(_DECIMAL_HEADER.match(header))
+
 TOPIC_CHUNKS = 2  # a row label the prose of this many chunks says is what the passage is about ("CC-SAM")
 OTHER_ARTICLE_SHARE = 0.5  # of its score, for a unit of an article (a table) other than the one the question names
 # a code the question writes ("SF4", "TA33"): a short line writing it out whole (not "SF14") labels what is asked
@@ -1439,7 +1447,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
                                order, 0, cell.text, c.chunk_id, False, translated, True))
             if len(cell.label) >= ROW_NAME_MIN_CHARS and cell.label in question and not terms(cell.label) <= held:
                 rows_written.add(cell.label)
-                if not cell.header:
+                if _names_no_column(cell.header):
                     headless[len(units) - 1] = cell.label
         # beside its cell, a table answers with its notes ("注：…", a limit stated under it)
         quoted, lead = entries if entries is not None else table_notes(c.chunk) if cell is not None else \

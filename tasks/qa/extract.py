@@ -1260,6 +1260,8 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
     if matrix is not None:
         return matrix
     asked, asked_about = _plain(question), _plain(focus(question))
+    # (a list's item written in the other language: "蓝莓、草莓" of "Blueberry, Strawberry, Cranberry")
+    items_asked = f"{asked} {_plain(glosses)}" if glosses else asked
     symbols = _symbols_asked(question)
     subject = subject | scope_only_terms(question)
     periods = _period_terms(f"{question} {glosses}")
@@ -1409,7 +1411,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
                 continue
             # a value the question states is the row's condition, not its answer ("充到90% SOC那一段的
             # 充电电流": the row holding "90%" is the one asked, its other cell the answer)
-            stated = [j for j in values if _states(row[j], conditions) or _lists_written(row[j], asked)
+            stated = [j for j in values if _states(row[j], conditions) or _lists_written(row[j], items_asked)
                       or _condition_written(row[j], conditions)]
             conditioned = 0 < len(stated) < len(values)
             scores_here = col_scores
@@ -1493,7 +1495,7 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
                 value = _paired(row[j], [row[i] for i in stated], question) if conditioned else row[j]
                 # (a row picked by an item of its list the question writes, "Food一栏含有Maple的那一类", is named as
                 # surely as by its label)
-                listed = conditioned and any(_lists_written(row[i], asked) for i in stated)
+                listed = conditioned and any(_lists_written(row[i], items_asked) for i in stated)
                 cell = Cell(shown, headers[j] if j < len(headers) else "", value, row_score, score, written or listed)
             else:
                 every = "；".join(f"{headers[j]}: {row[j]}" if j < len(headers) and headers[j] else row[j]

@@ -12,7 +12,7 @@ from schemas.chunk import Chunk
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, RRF
 from schemas.settings import Settings
 from tasks.qa.answer import (_ASKED_AFTER, CELL_BONUS, CONFIDENCE_LOW, CONFIDENCE_MID, LAST, NOT_FOUND, SYSTEM_PROMPT,
-                          Answerer, _enumerates, _heading_written, _label_named, _line_at, _says_name,
+                          Answerer, _enumerates, _heading_written, _label_named, _line_at, _names_no_column, _says_name,
                           _sections_written, _subject_terms, _table_unit, asked_ordinal, build_messages, confidence,
                           confidence_instruction, cosine_floor, evidence_units, extractive_answer, grade_evidence,
                           sentences, validate_citations)
@@ -705,6 +705,9 @@ def test_a_row_of_the_passages_topic_is_no_cell_asked_when_no_column_is_named():
     assert answer.text == "All the experiments are run on Tesla V100 GPUs.[ref:ccsam_60]"
     # (the Chinese question, no gloss given here, finds no English sentence: nor does it take the row for one)
     assert extractive_answer("CC-SAM论文的实验是在哪种型号的GPU上完成的？", context, S) is None
+    # where a data row was read as the header ("CE |  | 10.4 | 0.4 | 0.366", the PDF's own parse), its "0.366" names no
+    # column either; a year does
+    assert _names_no_column("0.366") and _names_no_column("") and not _names_no_column("2023")
     # a name inside another is not said ("USAGE" of "FUNCTION_USAGE", redp5110_sampled.md): no topic of the passage
     assert not _says_name("The FUNCTION_USAGE view contains function usage configuration details.", "USAGE")
     assert _says_name("The USAGE column holds ALLOWED or DENIED.", "USAGE") and _says_name("我们提出CC-SAM。", "CC-SAM")

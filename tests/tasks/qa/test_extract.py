@@ -1783,6 +1783,10 @@ def test_a_list_cell_holding_a_name_the_question_writes_is_the_rows_condition_no
         cell = table_cell(question, food, glosses=glosses)
         assert (cell.header, cell.value) == ("Calories per portion", "150" if "Strawberry" in question else "50")
         assert cell.written  # the row named by its item as surely as by its label: the cell's bonus in full
+    # an item written in the other language only is read by the question's glosses ("蓝莓、草莓" of "Blueberry, …")
+    cell = table_cell("docling那份“Summer activities”小鸭子Word样例里，包含蓝莓、草莓和蔓越莓的那一类食物，每份热量是多少？", food,
+                      glosses="duck blueberry strawberry food")
+    assert (cell.label, cell.header, cell.value) == ("Berries", "Calories per portion", "150")
     # a cell of clauses is no list of names: "the copy carries a watermark" is said, not a condition
     assert not _lists_written("national standard (SAC copyright); the copy carries a watermark", "watermark")
 
