@@ -786,11 +786,14 @@ _ROW_OR_COLUMN_THAT = r"(?:的)?(?:那一?|这一?)?"
 _ASKED_ROW_START = re.compile(
     rf"\brow\s+(?:that|which)\s+(?:starts|begins)\s+with\s+{_QUOTE_OPEN}?([^\s\"'”’,?]+?){_QUOTE_CLOSE}?(?=[\s,?]|$)"
     rf"|\brow\s+numbered\s+{_QUOTE_OPEN}?([^\s\"'”’,?]+?){_QUOTE_CLOSE}?(?=[\s,?]|$)"
-    rf"|以{_QUOTE_OPEN}?([^\s“”\"'’]{{1,12}}?){_QUOTE_CLOSE}?开头{_ROW_OR_COLUMN_THAT}行"
+    rf"|以\s*{_QUOTE_OPEN}?([^\s“”\"'’]{{1,12}}?){_QUOTE_CLOSE}?\s*开头{_ROW_OR_COLUMN_THAT}行"
     rf"|(?:第一列|首列)(?:为|是){_QUOTE_OPEN}?([^\s“”\"'’]{{1,12}}?){_QUOTE_CLOSE}?{_ROW_OR_COLUMN_THAT}行", re.IGNORECASE)
+# (or "在“er”这一列", "a列下面": a grid's first-row cell, quoted or a short token, naming its column)
 _ASKED_COLUMN_HEAD = re.compile(
     rf"\bcolumn\s+headed\s+{_QUOTE_OPEN}([^\"'”’]{{1,20}}){_QUOTE_CLOSE}"
-    rf"|(?:第一行|首行)(?:为|是){_QUOTE_OPEN}([^“”\"'’]{{1,20}}){_QUOTE_CLOSE}{_ROW_OR_COLUMN_THAT}列", re.IGNORECASE)
+    rf"|(?:第一行|首行)(?:为|是)\s*{_QUOTE_OPEN}?([^\s“”\"'’]{{1,20}}?){_QUOTE_CLOSE}?\s*{_ROW_OR_COLUMN_THAT}列"
+    rf"|{_QUOTE_OPEN}([^“”\"'’]{{1,12}}){_QUOTE_CLOSE}\s*(?:这|那)一?列"
+    rf"|(?<![A-Za-z0-9_])([A-Za-z]{{1,3}})列", re.IGNORECASE)
 
 
 def asked_column(question: str) -> int | None:

@@ -1438,7 +1438,11 @@ def test_a_grid_cell_is_asked_by_its_rows_first_cell_and_its_columns_place_or_fi
              "In the table, which entry sits in the sixth column of the first row?": "er",
              "In the small grid, what entry is in the row numbered 2 under the column headed 'v'?": "9",
              "表格中，第一列为“3”的那一行，在首行为“a”的那一列里填的是什么？": "pp",
-             "In the grid, what is in the last column of the row that starts with 3?": "q"}
+             "In the grid, what is in the last column of the row that starts with 3?": "q",
+             # (the column's first cell unquoted, or quoted before "这一列", or a short token before "列")
+             "小表格里，以 3 开头的那一行在首行为 f 的那一列填的是什么？": "q",
+             "首行依次为1、a、b、v、d、er、f；以“4”开头的那一行在“er”这一列填的是什么？": "p",
+             "首行是1、a、b、v、d、er、f；在以4开头的那一行中，a列下面写的是什么？": "io"}
     for question, value in asked.items():
         cell = table_cell(question, grid.content)
         assert (cell.value, cell.written) == (value, True), question
