@@ -870,8 +870,10 @@ def _compared(headers: list[str], scores: list[float]) -> list[float]:
 
 
 # a cell found by its value in a row or a column the question names: what is asked is its column, or its row
+# (a whole number it reaches, "系列 3 reach 5", is given too; a decimal reached is written out, `_WRITTEN_DECIMAL`)
 _VALUE_GIVEN = re.compile(r"(?:数值|取值|值)\s*(?:为|是|等于)\s*(-?[0-9]+(?:\.[0-9]+)?)(?![0-9.])"
-                          r"|\bvalue\s+(?:of\s+)?(-?[0-9]+(?:\.[0-9]+)?)(?![0-9.])", re.IGNORECASE)
+                          r"|\bvalue\s+(?:of\s+)?(-?[0-9]+(?:\.[0-9]+)?)(?![0-9.])"
+                          r"|(?:达到|等于|\b(?:reach|equal|hit)(?:es|s|ed)?)\s*(-?[0-9]+)(?![0-9.%])", re.IGNORECASE)
 _ASKS_WHICH_HEADER = re.compile(r"\bwhich\b|\bwhat\b|\bwho\b|哪|谁", re.IGNORECASE)
 # or a measured value it writes out, alone, asking which row ("which baseline scores 81.18 on CIFAR-10-LT",
 # "F-measure为0.486的是哪种方法"): a decimal, not the 10 of "CIFAR-10-LT" nor a count
@@ -957,7 +959,7 @@ def _cell_by_value(question: str, content: str) -> Cell | None:
             return None
         value = max(numbers) if extreme > 0 else min(numbers)
     else:
-        value = float(given.group(1) or given.group(2))
+        value = float(next(g for g in given.groups() if g))
     hits = [(row, j) for row, j, n in cells if n == value]
     return found(*hits[0]) if len(hits) == 1 else None
 

@@ -837,6 +837,9 @@ def test_a_cell_found_by_its_value_answers_with_its_column_or_its_row():
     bars = (" | 系列 1 | 系列 2 | 系列 3\n类别 1 | 4.3 | 2.4 | 2\n类别 2 | 2.5 | 4.4 | 2\n类别 3 | 3.5 | 1.8 | 3\n"
             "类别 4 | 4.5 | 2.8 | 5")
     assert table_cell("在MinerU的DOCX演示文档里那张简单柱状图（Chart 2）上，类别 4 取值最大的系列是哪一个？", bars).header == "系列 3"
+    # a whole number reached is given as a value is ("reach 5", "达到5"; a decimal reached is written out)
+    for question in ("In the bar chart 'Chart 2', for which category does 系列 3 reach 5?", "图表2中系列 3 达到5的是哪个类别？"):
+        assert table_cell(question, bars).text == "类别 4 — 系列 3: 5"
     # a value two cells of the named column hold finds no one cell
     assert _cell_by_value("For which category does Series 6 have the value 2 in Chart 1?", line) is None
 
