@@ -929,7 +929,7 @@ def _with_relatedness(question: str, english: bool, units: Sequence[_Unit], scor
 # the question asks what follows a named item ("which constraint comes right after Regulatory
 # Constraints", "紧接在…之后的是哪一项")
 _ASKED_AFTER = re.compile(r"\b(?:right|immediately|directly)\s+(?:after|below)\s+(.+?)(?:[?？,，]|$)"
-                          r"|紧(?:接|跟)(?:在)?(.+?)(?:之后|后面)|(?:排|列)在[“\"「]?([^”\"」]+?)[”\"」]?(?:之后|后面)"
+                          r"|紧(?:接|跟|挨)(?:在)?(.+?)(?:之后|后面|的?下一?行|下面)|(?:排|列)在[“\"「]?([^”\"」]+?)[”\"」]?(?:之后|后面)"
                           # a quoted item: "在“A cartoon duck holding a paper”之后还写了一句什么", "what follows 'X'"
                           r"|[“「]([^”」]{5,80})[”」](?:这一?[行句项条])?(?:之后|后面)"
                           r"|\b(?:after|follows|following)\s+[“‘'\"]([^”’'\"]{5,80})[”’'\"]"
@@ -941,7 +941,7 @@ _ASKED_AFTER = re.compile(r"\b(?:right|immediately|directly)\s+(?:after|below)\s
 # or what precedes it ("which constraint is listed immediately before Budget Constraints", "紧接在…之前"; not "X前面的编号",
 # the number written before X)
 _ASKED_BEFORE = re.compile(r"\b(?:right|immediately|directly|just)\s+(?:before|above|preceding)\s+(.+?)(?:[?？,，]|$)"
-                           r"|紧(?:接|挨)(?:在)?(.+?)之前|(?:排|列)在[“\"「]?([^”\"」]+?)[”\"」]?之前", re.IGNORECASE)
+                           r"|紧(?:接|挨)(?:在)?(.+?)(?:之前|的?上一?行|上面)|(?:排|列)在[“\"「]?([^”\"」]+?)[”\"」]?之前", re.IGNORECASE)
 
 
 def _after_anchor(question: str, units: Sequence[_Unit]) -> dict[int, float]:

@@ -926,6 +926,8 @@ def test_a_question_asking_the_row_after_a_named_one_gets_the_next_row_of_the_ta
     assert answer.text == "职位 | 人数 | 工作职责：女工委员 | 1 | 负责女工委全面工作[ref:party.pdf_3]"
     answer = extractive_answer("表1列出的工会委员中，排在“经审委员”之后的是哪个职位？", ctx, S)
     assert "组织委员" in answer.text
+    answer = extractive_answer("表1中紧挨在工会主席下一行的那个职位，人数是多少？", ctx, S)  # (the row below it)
+    assert answer.text == "职位 | 人数 | 工作职责：工会副主席 | 1 | 主持工会日常工作[ref:party.pdf_3]"
     # the last row is followed by none; a question naming no row of a table is answered as before
     assert "组织委员 | 1" not in extractive_answer("紧接在组织委员之后列出的是哪个职位？", ctx, S).text
 
