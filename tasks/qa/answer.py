@@ -697,14 +697,6 @@ def _script_asked(question: str) -> Callable[[str], bool] | None:
 # …": a line of the table's header); it speaks of another row or of none (0.3–0.7 measured alike, +4 −0 of 4,289)
 UNNAMED_ROW_SHARE = 0.5
 ROW_NAME_MIN_CHARS = 2
-_DECIMAL_HEADER = re.compile(r"^\s*-?[0-9]+\.[0-9]+\s*$")
-
-
-def _names_no_column(header: str) -> bool:
-    """No header, or a decimal: a data row read as the header ("CE |  | 10.4 | … | 0.366", CC-SAM's Table 4 as the PDF's
-    own parse landed it) names no column; a year ("2023") does."""
-    return not header or bool(_DECIMAL_HEADER.match(header))
-
 TOPIC_CHUNKS = 2  # a row label the prose of this many chunks says is what the passage is about ("CC-SAM")
 OTHER_ARTICLE_SHARE = 0.5  # of its score, for a unit of an article (a table) other than the one the question names
 # a code the question writes ("SF4", "TA33"): a short line writing it out whole (not "SF14") labels what is asked
@@ -724,7 +716,8 @@ _CODE_RUN = re.compile(r"[^\u3000-\u303f\u3400-\u9fff\uff00-\uffef]{8,}")  # no 
 # class-specific gradient set …"): its steps open with a label ("Stage 2:"), after a "do", or with a capitalized verb
 # after a word in lower case or a formula ("$Obtain the adversarial feature via Eqn 12"), each quoted on its own
 _STEP_LABEL = re.compile(r"(?:Input|Output|Require|Ensure|Stage|Step|Phase)\s*[0-9]*\s*:")
-_STEP_START = re.compile(rf"{_STEP_LABEL.pattern}|(?<=\bdo)\s|(?<![A-Za-z-])[A-Z][a-z]{{2,}}(?=\s+(?:[a-z$\u0370-\u03ff]))")
+_STEP_START = re.compile(rf"{_STEP_LABEL.pattern}|(?<=\bdo)\s"
+                         r"|(?<![A-Za-z-])[A-Z][a-z]{2,}(?=\s+(?:[a-z$\u0370-\u03ff]))")
 _CAPITALIZED_LAST = re.compile(r"(?:^|\s)[A-Z][\w-]*\s*$")
 
 
@@ -782,6 +775,15 @@ def _topics(units: Sequence[_Unit], names_in: Callable[[str], Iterable[str]]) ->
 def _says_name(text: str, name: str) -> bool:
     """Does `text` say `name` as a word of its own ("USAGE" of "the USAGE column", not of "FUNCTION_USAGE")?"""
     return name in text and re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", text) is not None
+
+
+_DECIMAL_HEADER = re.compile(r"^\s*-?[0-9]+\.[0-9]+\s*$")
+
+
+def _names_no_column(header: str) -> bool:
+    """No header, or a decimal: a data row read as the header ("CE |  | 10.4 | … | 0.366", CC-SAM's Table 4 as the PDF's
+    own parse landed it) names no column; a year ("2023") does."""
+    return not header or bool(_DECIMAL_HEADER.match(header))
 
 
 def _codes_written(question: str) -> re.Pattern | None:
@@ -1393,6 +1395,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     still_open: dict[tuple[str, int], tuple[str, bool]] = {}
     line_asked = bool(_ASKS_LINE.search(question))
     for c in sorted(context.chunks, key=lambda c: (c.source, c.chunk.chunk_index)):
+        # a listing's lines when one is asked ("3: while r ≠ 0 do ▷ We have …"), a flattened pseudocode's steps always
         if c.chunk.chunk_type == CODE and (line_asked or "\n" not in c.chunk.content.strip()):
             prose[c.chunk_id] = _listing_steps(c.chunk.content)
         elif c.chunk.chunk_type not in GRIDS:
