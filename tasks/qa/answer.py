@@ -932,6 +932,7 @@ def _with_relatedness(question: str, english: bool, units: Sequence[_Unit], scor
 # Constraints", "紧接在…之后的是哪一项")
 _ASKED_AFTER = re.compile(r"\b(?:right|immediately|directly)\s+(?:after|below)\s+(.+?)(?:[?？,，]|$)"
                           r"|紧(?:接|跟|挨)(?:在)?(.+?)(?:之后|后面|的?下一?行|下面)|(?:排|列)在[“\"「]?([^”\"」]+?)[”\"」]?(?:之后|后面)"
+                          r"|(?<=[，,中])([^，,。？?中紧]{2,20}?)的?下一行"  # "（表1）中，女工委员下一行列出的是哪个职位"
                           # a quoted item: "在“A cartoon duck holding a paper”之后还写了一句什么", "what follows 'X'"
                           r"|[“「]([^”」]{5,80})[”」](?:这一?[行句项条])?(?:之后|后面)"
                           r"|\b(?:after|follows|following)\s+[“‘'\"]([^”’'\"]{5,80})[”’'\"]"

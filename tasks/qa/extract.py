@@ -1193,7 +1193,8 @@ def _band_row(sign: int, data: list[list[str]], headers: list[str], scores: list
 
 # a temperature the question states ("此刻温度为22℃", "sitting at 48 °C"; not a bound, "below -20℃", "≥-10℃", "15–20 ℃",
 # nor a test's condition, "(25℃, 1C …)"): the band holding it ("20°C≤T<25℃", "≥45" up to "≥55", "<-30") is the row asked
-_TEMPERATURE_STATED = re.compile(r"(?:温度|temperature|\bat|\bis|为|是)\s{0,2}(?<![0-9.≤<≥>\-–~～至到])"
+_TEMPERATURE_STATED = re.compile(r"(?:温度|temperature|\bat|\bis|为|是)\s{0,2}(?:大?约|about\s|around\s)?\s?"
+                                 r"(?<![0-9.≤<≥>\-–~～至到])"
                                  r"(-?[0-9]+(?:\.[0-9]+)?)\s*(?:°\s*C|℃)(?!\s*(?:[≤<]|以[上下]|or\b))",
                                  re.IGNORECASE)
 _TWO_SIDED = re.compile(r"(-?[0-9.]+)\D{0,4}?[≤<]\s*T\s*([≤<])\D{0,2}?(-?[0-9.]+)")

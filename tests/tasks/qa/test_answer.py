@@ -928,6 +928,8 @@ def test_a_question_asking_the_row_after_a_named_one_gets_the_next_row_of_the_ta
     assert "组织委员" in answer.text
     answer = extractive_answer("表1中紧挨在工会主席下一行的那个职位，人数是多少？", ctx, S)  # (the row below it)
     assert answer.text == "职位 | 人数 | 工作职责：工会副主席 | 1 | 主持工会日常工作[ref:party.pdf_3]"
+    answer = extractive_answer("分工表（表1）中，女工委员下一行列出的是哪个职位？", ctx, S)
+    assert answer.text == "职位 | 人数 | 工作职责：经审委员 | 1 | 负责工会经费使用监督审查工作[ref:party.pdf_3]"
     # the last row is followed by none; a question naming no row of a table is answered as before
     assert "组织委员 | 1" not in extractive_answer("紧接在组织委员之后列出的是哪个职位？", ctx, S).text
 

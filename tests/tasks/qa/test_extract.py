@@ -1816,6 +1816,9 @@ def test_a_temperature_the_question_states_names_the_band_holding_it(tables):
     cell = table_cell("A SVOLT 196Ah blade cell is sitting at 48 °C. Going by the BOL pulse-discharge table, how many "
                       "watts may it deliver in a 30 s pulse at 20% SOC?", power)
     assert (cell.label, cell.value) == ("≥45", "1190")  # (nor does "30 s" name "≥-30")
+    cell = table_cell("一块蜂巢能源196Ah刀片电芯此时温度约30℃、处于20%SOC，按规格书的BOL脉冲放电功率表，它在30秒脉冲内最多允许输出多少瓦？",
+                      power)  # (a temperature "about" so much is stated too)
+    assert (cell.label, cell.value) == ("≥25", "1159")
     current = table_with(tables["svolt_mineru2.7.6"], "Current(80%SOC)").content
     cell = table_cell("再生制动回充时，如果蜂巢能源196Ah电芯的温度是-15℃，规格书允许的10秒再生脉冲电流（80% SOC）为多少安？",
                       current)
