@@ -589,9 +589,25 @@ def _width(rows: list[list[str]]) -> int:
     return max(counts, key=lambda w: (counts[w], w), default=0)
 
 
+# two sub-headers a composition table's parse glued into one cell, the column right of it left unheaded ("其他元素"
+# over "单一总和 | ", a GB standard's "other elements: each, total")
+_GLUED_SUB_HEADERS = re.compile(r"^(单个|单一|单项)\s*(总和|总计|合计)$")
+
+
+def _sub_headers_apart(rows: list[list[str]]) -> list[list[str]]:
+    """The header rows with a glued pair of sub-headers spread over its own column and the unheaded one after it,
+    under the header above both."""
+    for i in range(len(rows[-1]) - 1 if rows else 0):
+        glued = _GLUED_SUB_HEADERS.match(rows[-1][i])
+        if glued and not any(i + 1 < len(r) and r[i + 1] for r in rows):
+            rows = [r[:i] + [glued.group(1), glued.group(2)] + r[i + 2:] if r is rows[-1]
+                    else r[:i + 1] + [r[i]] + r[i + 2:] if i + 1 < len(r) else r for r in rows]
+    return rows
+
+
 def _join_headers(header_rows: list[list[str]], width: int = 0) -> list[str]:
     width = max([width, *(len(r) for r in header_rows)])
-    rows = [_spread(r, width) for r in header_rows]
+    rows = _sub_headers_apart([_spread(r, width) for r in header_rows])
     # a rowspan stands in each header row it covers ("股份种类" over "股份种类 | 数量"): named once
     return [" ".join(dict.fromkeys(r[i] for r in rows if i < len(r) and r[i])) for i in range(width)]
 
@@ -688,7 +704,9 @@ _ELEMENT_NAME = re.compile("|".join(rf"\b{n}\b" if n.isascii() else n for names 
 _SYMBOL_OF = {n: symbol for symbol, names in ELEMENTS.items() for n in names}
 _ELEMENT_DESCRIBES = re.compile(rf"含({_ELEMENT_NAME.pattern})的|({_ELEMENT_NAME.pattern})钛合金"
                                 rf"|\b(?:containing|with)\s+({_ELEMENT_NAME.pattern})\b"
-                                rf"|\b({_ELEMENT_NAME.pattern})-(?:bearing|containing|rich|based)\b", re.IGNORECASE)
+                                rf"|\b({_ELEMENT_NAME.pattern})-(?:bearing|containing|rich|based)\b"
+                                # "the lower-silicon sibling of TA23": what tells the grade apart, not what is asked
+                                rf"|\b(?:lower|higher|low|high|reduced)-({_ELEMENT_NAME.pattern})\b", re.IGNORECASE)
 _ELEMENT_SYMBOL = re.compile(rf"(?<![A-Za-z0-9.\-])(?:{'|'.join(s for s in ELEMENTS if len(s) > 1)})(?![A-Za-z0-9])")
 # a one-letter symbol only where the question asks its content ("中V的含量范围", "the N content", "O杂质"), not volts'
 # "3.2 V"
@@ -1558,10 +1576,13 @@ _CODE_LABEL = re.compile(r"^[a-z]{1,3}[0-9]+[a-z0-9-]*$")  # a row labelled by a
 
 # what a question sets apart from what it asks names no row or column: "TA24-1, not TA24 itself",
 # "其他非流动资产（不是其他非流动金融资产）", "TA23（Ti-2.5Al-2Zr-1Fe，不是TA23-1）", "which standard covers plate, not the
-# aviation plate-and-strip specification?"
+# aviation plate-and-strip specification?"; what it tells the row apart from ("注意与TA12区分", "the lower-silicon
+# sibling of TA23")
 _SET_APART = re.compile(r"\b(?:not|rather than)\s+(?:the\s+)?\S+\s+itself\b|(?:不是|而非|并非)\S{1,20}?本身"
                        r"|[（(]\s*(?:不是|而非|并非|not\b)[^()（）]{1,60}[)）]|[，,]\s*(?:不是|而非|并非)[^，,。？?()（）]{1,40}"
-                       r"|,\s*(?:not|rather than)\s+(?:the\s+)?[^,，?？;；()]{2,80}", re.IGNORECASE)
+                       r"|,\s*(?:not|rather than)\s+(?:the\s+)?[^,，?？;；()]{2,80}"
+                       r"|(?:注意)?[与和][^\s，,。？?、（）()与和]{1,20}?相?区[分别]开?|\b(?:sibling|counterpart)\s+of\s+(?:the\s+)?\S+"
+                       r"|\b(?:unlike|as opposed to|instead of)\s+(?:the\s+)?[^,，?？;；()]{2,40}", re.IGNORECASE)
 
 
 _UNIT_SUFFIX = re.compile(r"(?<=.{2})\([^()0-9]{1,6}\)$")  # "营业收入(元)" (`_plain`), "voltage(v)": the unit

@@ -282,6 +282,32 @@ def test_an_element_naming_the_alloy_is_not_the_one_asked():
     assert table_cell("含钽的TA32中钽的含量范围是多少？", table).value == "0.2~0.7"
 
 
+def test_a_grade_told_apart_from_its_sibling_is_the_one_asked():
+    # GB/T 3620.1-2016 表1 as landed (OCR): TA23 and TA23-1 share their nominal composition; "lower-silicon" tells
+    # the grade apart (silicon is not asked), "sibling of TA23" / "注意与TA12区分" name the grade that is not
+    table = ("牌号 | 名义化学成分 | Si | Fe | H\n"
+             "TA23 | Ti-2.5A1-2Zr1Fe | ≤0.15 | 0.8~1.2 | 0.010\n"
+             "TA23-1 | Ti-2.5A1-2Zr1Fe | ≤0.10 | 0.8~1.1 | 0.008")
+    cell = table_cell("For TA23-1, the lower-silicon sibling of TA23 (both nominally Ti-2.5Al-2Zr-1Fe), what hydrogen "
+                      "maximum does GB/T 3620.1-2016 list under impurities?", table)
+    assert (cell.label.split()[0], cell.header, cell.value) == ("TA23-1", "H", "0.008")
+    assert _symbols_asked("For TA23-1, the lower-silicon sibling of TA23, what hydrogen maximum is listed?") == {"h"}
+    assert table_cell("TA23-1的铁含量范围是多少（注意与TA23区分）？", table).value == "0.8~1.1"
+    assert table_cell("What silicon limit does the titanium standard set for TA23-1?", table).value == "≤0.10"
+
+
+def test_a_glued_pair_of_sub_headers_heads_its_own_column_and_the_unheaded_one_after_it():
+    # GB/T 3620.1-2016 表1 as landed: "其他元素" over "单一总和", the total's column under no header
+    table = ("合金 |  |  |  | 主要成分 | 杂质，不大于 |  |  | \n牌号 | 名义化学成分 |  |  |  |  |  | 其他元素 | \n"
+             " |  | Ti | A1 | Si | H | 0 |  | \n |  |  |  |  |  |  | 单一总和 | \n"
+             "TA12-1 | Ti-5.A1-4Sn | 余量 | 4.5~5.5 | 0.2~0.35 | 0.012 5 | 0.15 | 0.10 | 0.30\n"
+             "TA34 | Ti-2A1-3.8Zr-1Mo | 余量 | 1.0~3.0 |  | 0.008 | 0.10 | 0.10 | 0.25")
+    assert table_cell("钛合金牌号国标表1里，TA12-1那一行，“其他元素”一栏的总和上限是多少？", table).value == "0.30"
+    cell = table_cell("What is the upper limit on the total of other elements (其他元素 总和) for grade TA34?", table)
+    assert (cell.header, cell.value) == ("其他元素 总和", "0.25")
+    assert table_cell("TA34的其他元素单一上限是多少？", table).value == "0.10"
+
+
 def test_a_one_letter_symbol_is_the_element_asked_only_before_its_content():
     table = "牌号 | 名义化学成分 | Ti | V | Cr\nTB12 | Ti-25V-15Cr-0.3Si | 余量 | 24.0~28.0 | 13.0~17.0"
     assert table_cell("按钛及钛合金牌号和化学成分标准的表2，TB12（Ti-25V-15Cr-0.3Si）中V的含量范围是多少？", table).value \
