@@ -43,7 +43,7 @@ from tasks.index.views import document_name, file_name
 from tasks.qa.context import (ARTICLE_CITED, ASKS_CONTENTS, ASKS_DOCUMENT_TITLE, COVER_CHUNKS, PART_NUMERAL, Context,
                               articles_asked, quoted, row_labels, sections_asked)
 from tasks.qa.extract import (COUNT_WORDS, LAST, ORDINAL_WORDS, STANDARD_PREFIXES, answers_what_is_asked, columns,
-                              figure_asked, focus, form_lines, labelled_rows, measure_asked, negated_terms,
+                              figure_asked, focus, form_lines, labelled_rows, measure_asked, negated_terms, rate_terms,
                               ordinal_number, scope_only_terms, scope_parts, shortest_clause, table_cell, terms,
                               without_answer_form, without_scope)
 from tasks.qa.filters import file_lists, table_number, tables_asked
@@ -1511,7 +1511,8 @@ def extractive_answer(question: str, context: Context, settings: Settings,
                     titles_written.add(len(units))
             restated = unit.endswith(("？", "?")) or unit.startswith(("问：", "问:", "Q:"))
             said_text = _stated(unit, c.chunk.chunk_type)  # a figure's field labels say nothing ("的内容是什么")
-            negated = negated_terms(said_text, q)  # "非住宅…" holds no "住宅" the question asks about
+            # "非住宅…" holds no "住宅" the question asks about, "销售费用率…" no "销售费用" (unless a rate is asked)
+            negated = negated_terms(said_text, q) | (rate_terms(said_text, qw, question) & q)
             unit_words = words(said_text) - {w for w in qw if terms(w) & negated} if negated else words(said_text)
             if setting:
                 unit_words |= words(setting)
@@ -1648,7 +1649,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             hit += HEADING_BONUS + ENTRY_TITLE_BONUS * (i in titles_written)
         stated = _stated(unit, context.chunks[order].chunk.chunk_type)  # ("内容：卡通人物" labels no "内容" asked)
         if sentence and (labelled is not None and (labelled.search(stated) or _labels_part_of(stated, about))
-                         or _label_named(stated, q, naming_only, asked_years)):
+                         or _label_named(stated, q - rate_terms(stated, qw, question), naming_only, asked_years)):
             hit += LABEL_BONUS
         if at_place:
             hit += ORDINAL_BONUS

@@ -161,6 +161,19 @@ def negated_terms(text: str, question_terms: frozenset[str]) -> frozenset[str]:
                      and ("非" + t) in text and t not in text.replace("非" + t, ""))
 
 
+# a question asking a rate, a ratio or a share ("销售费用率", "gross margin", "占比", "%")
+_ASKS_RATE = re.compile(r"率|比例|占比|%|\b(?:rate|ratio|margin|percentage|share|proportion)s?\b", re.IGNORECASE)
+
+
+def rate_terms(text: str, asked_words: frozenset[str], question: str) -> frozenset[str]:
+    """The CJK bigrams of the question's words (`asked_words`, its glosses too) that `text` holds only in a rate
+    ("销售" and "费用" of "销售费用率分别为22.6%/21.5%"), when the question asks no rate: a rate does not state the amount."""
+    if "率" not in text or _ASKS_RATE.search(question):
+        return frozenset()
+    return frozenset(t for w in asked_words if len(w) >= 2 and "\u3400" <= w[-1] and w in text
+                     and w not in re.sub(f"{re.escape(w)}[{CJK_RANGE}]{{0,4}}?率", "", text) for t in terms(w))
+
+
 def singular(word: str) -> str:
     """An English plural's singular, roughly ("blueberries" → "blueberry", "foods" → "food", "boxes" →
     "box"); other words as they are ("class", "status", "analysis")."""

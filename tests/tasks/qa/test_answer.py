@@ -1802,3 +1802,17 @@ def test_a_compound_ordinal_asks_no_list_item():
     assert asked_ordinal(question) is None
     assert "186,993,954,000.00" in extractive_answer(question, ctx, S).text
     assert asked_ordinal("what does the first-row cell under Column B say?") == 1
+
+
+def test_a_rate_does_not_state_the_amount_asked():
+    # the broker report (600398.SH) as landed: its forecast's "销售费用率" item, and the income statement's row;
+    # "selling expense" (销售费用) is asked, not its rate, which the item's label and words hold
+    forecast = _chunk("broker.pdf_18", "3、销售费用率:预计 2024-2026 年销售费用率分别为 22.6%/21.5%/21.5%（前值为"
+                      "21.5%/21.2%/21.6%）。", "text")
+    statement = _chunk("broker.pdf_26", "利润表（百万元） | 2023 | 2024E | 2025E | 2026E\n营业收入 | 22,550 | 22,066 | "
+                       "23,916 | 25,761\n销售费用 | (4,312) | (4,987) | (5,142) | 5289", caption="利润表")
+    ctx = _context((forecast, 0.9), (statement, 0.6))
+    for question in ("In the forecast income statement of the sell-side note on 600398.SH, what selling expense is "
+                     "projected for 2026E, in RMB million?", "600398.SH研报预计2026年销售费用为多少百万元？"):
+        assert "5289" in extractive_answer(question, ctx, S).text
+    assert "21.5%/21.5%" in extractive_answer("600398.SH研报预计2026年销售费用率为多少？", ctx, S).text
