@@ -1263,6 +1263,13 @@ def _band_holding(temperature: float, labels: list[str]) -> set[str]:
     return holding
 
 
+_CASH_FLOW_STATEMENT = re.compile(r"(?:consolidated\s+)?(?:statements?\s+of\s+cash\s+flows?|cash[\s-]+flows?\s+statements?)"
+                                  r"|(?:合并)?现金流量表", re.IGNORECASE)
+_CASH_FLOW_SAID = re.compile(r"\bcash[\s-]+flows?\b|现金流", re.IGNORECASE)
+_CASH_SAID = re.compile(r"\bcash\b|现金", re.IGNORECASE)
+_CASH_FLOW_TERMS = terms("现金流量表 flow flows statement") - terms("现金")
+
+
 def _single_number(cell: str) -> float | None:
     """The one number a value cell holds ("72.0", "2.1C", "-10", "24,338"), else None."""
     found = _signed_decimals(_THOUSANDS.sub("", cell)) if _NUMBER_CELL.match(cell) else set()
@@ -1280,6 +1287,12 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
     the statement's current period ("本期发生额" of "in January–March 2025" in BYD's Q1 2025 report)."""
     question = _SET_APART.sub(" ", _TABLE_DESCRIPTION.sub(r"\1", question))
     q, q_numbers = terms(f"{question} {glosses}"), _numbers(question)
+    # the cash flow statement named ("according to its consolidated cash flow statement") names no row by its words
+    # ("经营活动产生的现金流量净额"), unless the question says them beside it ("net cash flow from …")
+    beside = _CASH_FLOW_STATEMENT.sub(" ", question)
+    if beside != question:
+        q -= _CASH_FLOW_TERMS if _CASH_FLOW_SAID.search(beside) is None else frozenset()
+        q -= frozenset() if _CASH_SAID.search(beside) else terms("现金 cash")
     # the year of the report named ("its Q1 2025 report", "2025年一季报") names no column when another year is asked
     report_years = {y for m in _REPORT_YEAR.finditer(question) for y in _years(_numbers(m.group()))}
     column_numbers = q_numbers - report_years if _years(q_numbers) - report_years else q_numbers

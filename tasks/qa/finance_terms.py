@@ -169,6 +169,12 @@ FINANCE_TERMS: dict[str, tuple[str, ...]] = {
     "cash received": ("收到的现金",),
     "cash paid": ("支付的现金",),
     "paid": ("支付",),
+    "employees": ("职工",),  # "cash paid to and on behalf of employees": 支付给职工以及为职工支付的现金
+    "employee": ("职工",),
+    "staff": ("职工",),
+    "taxes": ("税费",),  # "cash paid for taxes": 支付的各项税费
+    "acquisition and construction": ("购建",),  # 购建固定资产、无形资产和其他长期资产支付的现金
+    "purchase and construction": ("购建",),
     "relating to": ("有关",),
     "related to": ("有关",),
     "other operating activities": ("其他", "经营活动"),

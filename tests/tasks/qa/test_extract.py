@@ -8,12 +8,13 @@ import pytest
 from schemas.chunk import CHART, TABLE, TEXT, Chunk
 from schemas.settings import Settings
 from tasks.qa.answer import (_table_unit, asked_ordinal, extractive_answer, heading_asked, item_number, sentences,
-                             table_notes)
+                             table_notes, words)
 from tasks.qa.context import build_context
 from tasks.qa.extract import (_cell_by_value, _lists_written, _rows, _symbols_asked, _unshifted, answers_what_is_asked,
                               Cell, cjk_numbers, document_scope, focus, form_lines, LAST, asked_column, asked_row,
                               labelled_rows, scope_only_terms, scope_parts, shortest_clause, table_cell, terms,
                               without_answer_form)
+from tasks.qa.gloss import gloss_terms
 from tasks.qa.types import Candidate
 from tests.test_golden import chunks_of
 
@@ -1885,3 +1886,21 @@ def test_a_flattened_pseudocode_is_quoted_step_by_step(documents):
     answer = extractive_answer("CC-SAM论文算法1（Training Paradigm of CC-SAM）的第一阶段中，对每个batch计算经验损失后，要针对L_S估计"
                                "哪一个梯度集合G？请给出英文原文。", ctx, Settings())
     assert "class-specific gradient set" in answer.text and "Eqn 12" not in answer.text
+
+
+def test_the_cash_flow_statement_named_names_no_row_by_its_words():
+    # BYD's Q1 2025 consolidated cash flow statement as landed: "according to its consolidated cash flow statement"
+    # names the table; the cash paid to employees is asked, not the net cash flow the statement's words name
+    table = ("项目 | 本期发生额 | 上期发生额\n一、经营活动产生的现金流量: |  | \n"
+             "购买商品、接受劳务支付的现金 | 135,218,162,000.00 | 85,416,879,000.00\n"
+             "支付给职工以及为职工支付的现金 | 33,265,156,000.00 | 23,477,009,000.00\n"
+             "经营活动产生的现金流量净额 | 8,580,961,000.00 | 10,227,984,000.00")
+    question = ("How much cash did BYD pay to and on behalf of its employees during Q1 2025, according to the "
+                "operating section of its consolidated cash flow statement?")
+    glosses = " ".join(gloss_terms(question, frozenset(words(table))))
+    assert "职工" in glosses  # "employees": the accounting standards' 职工, not CC-CEDICT's 雇员 alone
+    assert table_cell(question, table, glosses=glosses).label == "支付给职工以及为职工支付的现金"
+    # said beside the statement's name, the net cash flow is asked
+    assert table_cell("What net cash flow from operating activities does BYD's cash flow statement show?", table,
+                      glosses=" ".join(gloss_terms("net cash flow from operating activities", frozenset(words(table))))
+                      ).label == "经营活动产生的现金流量净额"
