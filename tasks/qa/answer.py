@@ -126,6 +126,12 @@ MEASURE_BONUS = 0.1  # a sentence holding a number of the measure asked ("71天"
 # a unit writing the Chinese term an English question gives in brackets ("human factors (人因)"): the asker's own
 # name for what the question is about, which glosses of its English words only guess at
 BRACKETED_TERM_BONUS = 0.05
+# a sentence whose condition ("监护人尽到监护职责的，…") is the one the question puts ("如果监护人已经尽到监护职责，…可以
+# 怎样处理"): a law answers a case by the clause opening with it
+CONDITION_BONUS = 0.2
+CONDITION_SHARE = 0.8  # of the condition's words, in one clause of the sentence
+_CONDITION_PUT = re.compile(r"(?:如果|假如|倘若|若|如)([^，,。？?；;]{4,40})")
+_NEGATIONS = "未不非没无"
 # a unit's credit for its chunk's score, relative to the best chunk's: 0.05 / 0.2 instead cost +12 -23 / +10 -35 of
 # the docs bench's 3,849 questions
 CHUNK_CREDIT = 0.1
@@ -802,6 +808,15 @@ _YEAR_WRITTEN = re.compile(r"(?<![0-9])(?:19|20)[0-9]{2}(?![0-9])")
 _YEAR_RANGE = re.compile(r"(?<![0-9])((?:19|20)[0-9]{2})\s*[-–—~至到]\s*((?:19|20)[0-9]{2})(?![0-9])")
 # of a label's terms the question (its glosses too) holds: it names the label (0.4 and 0.5 alike, 0.6 one answer less)
 LABEL_NAMED_SHARE = 0.5
+
+
+def _states_condition(unit: str, condition: str) -> bool:
+    """Whether a clause of the unit ending in "的" (a law's condition: "监护人尽到监护职责的") holds CONDITION_SHARE of the
+    condition's words, and no negation it lacks ("监护人未尽到监护职责的" is the other case)."""
+    put = words(condition)
+    return bool(put) and any(len(put & words(clause)) >= CONDITION_SHARE * len(put)
+                             and not any(n in clause and n not in condition for n in _NEGATIONS)
+                             for clause in re.split(r"[，,；;。]", unit) if clause.rstrip().endswith("的"))
 
 
 def _label_named(unit: str, q: frozenset[str], naming: frozenset[str], years: Sequence[str]) -> bool:
@@ -1596,6 +1611,8 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     cited = _cited_entry(question)
     asked_years = _YEAR_WRITTEN.findall(question)
     measured = measure_asked(question)
+    put = _CONDITION_PUT.search(question)
+    condition = put.group(1) if put and not english else ""
     scored = []
     for i, (found, found_words, bonus, credit, order, pos, unit, chunk_id, sentence, translated, cell, said,
             said_words) in enumerate(units):
@@ -1657,6 +1674,8 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             hit += WRITTEN_LINE_BONUS
         if measured is not None and sentence and measured.search(unit):
             hit += MEASURE_BONUS
+        if condition and sentence and _states_condition(unit, condition):
+            hit += CONDITION_BONUS
         if bracketed and any(term in unit for term in bracketed):
             hit += BRACKETED_TERM_BONUS
         if i in after_anchor:

@@ -715,7 +715,7 @@ ELEMENTS = {"Al": ("aluminium", "aluminum", "铝"), "B": ("boron", "硼"), "C": 
 _ELEMENT_NAME = re.compile("|".join(rf"\b{n}\b" if n.isascii() else n for names in ELEMENTS.values() for n in names),
                            re.IGNORECASE)
 _SYMBOL_OF = {n: symbol for symbol, names in ELEMENTS.items() for n in names}
-_ELEMENT_DESCRIBES = re.compile(rf"含({_ELEMENT_NAME.pattern})的|({_ELEMENT_NAME.pattern})钛合金"
+_ELEMENT_DESCRIBES = re.compile(rf"含({_ELEMENT_NAME.pattern})(?:[、和及与](?:{_ELEMENT_NAME.pattern}))*的|({_ELEMENT_NAME.pattern})钛合金"
                                 rf"|\b(?:containing|with)\s+({_ELEMENT_NAME.pattern})\b"
                                 rf"|\b({_ELEMENT_NAME.pattern})-(?:bearing|containing|rich|based)\b"
                                 # "the lower-silicon sibling of TA23": what tells the grade apart, not what is asked
@@ -734,7 +734,8 @@ def _symbols_asked(question: str) -> frozenset[str]:
     named = [_SYMBOL_OF[m.group().lower()] for m in _ELEMENT_NAME.finditer(question)]
     # an element naming the alloy ("含钽的TA32 … 锆含量", "the tantalum-bearing grade's zirconium") is not asked
     # when another one is
-    describing = {_SYMBOL_OF[next(g for g in m.groups() if g).lower()] for m in _ELEMENT_DESCRIBES.finditer(question)}
+    describing = {_SYMBOL_OF[n.group().lower()] for m in _ELEMENT_DESCRIBES.finditer(question)
+                  for n in _ELEMENT_NAME.finditer(m.group())}  # ("含铁、钼的α-β型钛合金": both)
     if set(named) - describing:
         named = [n for n in named if n not in describing]
     written = _ELEMENT_SYMBOL.findall(question) + _LETTER_SYMBOL.findall(question)  # "中Mo的含量", not "Ti-32Mo"'s

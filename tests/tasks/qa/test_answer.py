@@ -1816,3 +1816,17 @@ def test_a_rate_does_not_state_the_amount_asked():
                      "projected for 2026E, in RMB million?", "600398.SH研报预计2026年销售费用为多少百万元？"):
         assert "5289" in extractive_answer(question, ctx, S).text
     assert "21.5%/21.5%" in extractive_answer("600398.SH研报预计2026年销售费用率为多少？", ctx, S).text
+
+
+def test_a_sentence_opening_with_the_condition_the_question_puts_answers_it():
+    # the Civil Code's articles 1188-1189 as landed: the question puts a case ("如果监护人已经尽到监护职责"); the
+    # sentence whose condition states it answers, not the article restating the premise, nor the negated case
+    code = _chunk("prc_civil_code.pdf_260", "第一千一百八十八条 无民事行为能力人、限制民事行为能力人造成他人损害的，由监护人"
+                  "承担侵权责任。监护人尽到监护职责的，可以减轻其侵权责任。\n第一千一百八十九条 无民事行为能力人、限制民事"
+                  "行为能力人造成他人损害，监护人将监护职责委托给他人的，监护人应当承担侵权责任；受托人有过错的，承担相应的责任。",
+                  "text")
+    other = _chunk("prc_civil_code.pdf_255", "该无民事行为能力人、限制民事行为能力人的监护人未尽到监护职责的，应当承担相应的"
+                   "责任。", "text")
+    question = "无民事行为能力人、限制民事行为能力人造成他人损害的，如果监护人已经尽到监护职责，民法典规定可以怎样处理监护人的责任？"
+    answer = extractive_answer(question, _context((code, 0.8), (other, 0.7)), S).text
+    assert answer.startswith("监护人尽到监护职责的，可以减轻其侵权责任。")

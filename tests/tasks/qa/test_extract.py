@@ -281,6 +281,8 @@ def test_an_element_naming_the_alloy_is_not_the_one_asked():
         == "2.5 ~3.5"
     # named alone, it is the one asked
     assert table_cell("含钽的TA32中钽的含量范围是多少？", table).value == "0.2~0.7"
+    # so are the elements of a list describing it ("含铁、钼的α-β型钛合金TC24")
+    assert _symbols_asked("含铁、钼的α-β型钛合金TC24（Ti-4.5Al-3V-2Mo-2Fe），杂质氧（O）最多允许多少？") == {"o"}
 
 
 def test_a_grade_told_apart_from_its_sibling_is_the_one_asked():
