@@ -685,7 +685,9 @@ _ASKS_CHINESE = re.compile(r"中文(?:标题|题目|名称|全称|名)|\bChinese
 _LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
 _HAN = re.compile(r"[\u3400-\u9fff]")
 # (in brackets or quotes: a Chinese question about an English title is no English question writing Chinese out)
-_HAN_BRACKETED = re.compile(r"(?<=[（(“\"「])\s*([\u3400-\u9fff]{2,}[^()（）“”\"「」]{0,20}?)\s*(?=[)）”\"」])")
+_HAN_BRACKETED = re.compile(r"(?<=[（(“\"「])\s*([\u3400-\u9fff]{2,}[^()（）“”\"「」]{0,20}?)\s*(?=[)）”\"」])"
+                            # or unbracketed in English words: "… revision based on feedback, starting with 审查目的."
+                            r"|(?<=[A-Za-z,;:]\s)([\u3400-\u9fff]{2,})(?=\s*[\s,.;:?!]|$)")
 _NAMED_TABLE = re.compile(r"[\u3400-\u9fff]+(?=\s+(?:\w+\s+)?(?:table|statement|sheet)\b)", re.IGNORECASE)
 OTHER_SCRIPT_SHARE = 0.5  # of its score, for a unit not written in the language a name is asked in
 
@@ -1580,7 +1582,8 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     # the Chinese an English question writes out in brackets ("compensation (抚恤)", "a set-off (抵销)") quotes its
     # document: those words name what is asked as surely as its focus does
     # (not those naming the document, "the drafting notes (编制说明)", nor a table, "the 利润表 projection table")
-    written = " ".join(_HAN_BRACKETED.findall(_NAMED_TABLE.sub(" ", question))) if english else ""
+    written = " ".join(w for m in _HAN_BRACKETED.finditer(_NAMED_TABLE.sub(" ", question)) for w in m.groups() if w) \
+        if english else ""
     written_terms = terms(written) - naming_only
     bigram_share = _shares(q, [u.terms for u in units], written_terms, gloss_only)
     about = focus(question)

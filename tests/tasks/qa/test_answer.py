@@ -11,9 +11,9 @@ import pytest
 from schemas.chunk import Chunk
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, RRF
 from schemas.settings import Settings
-from tasks.qa.answer import (_ASKED_AFTER, CELL_BONUS, CONFIDENCE_LOW, CONFIDENCE_MID, LAST, NOT_FOUND, SYSTEM_PROMPT,
-                          Answerer, _enumerates, _heading_written, _label_named, _line_at, _names_no_column, _says_name,
-                          _sections_written, _subject_terms, _table_unit, asked_ordinal, build_messages, confidence,
+from tasks.qa.answer import (_ASKED_AFTER, _HAN_BRACKETED, CELL_BONUS, CONFIDENCE_LOW, CONFIDENCE_MID, LAST, NOT_FOUND,
+                          SYSTEM_PROMPT, Answerer, _enumerates, _heading_written, _label_named, _line_at, _names_no_column,
+                          _says_name, _sections_written, _subject_terms, _table_unit, asked_ordinal, build_messages, confidence,
                           confidence_instruction, cosine_floor, evidence_units, extractive_answer, grade_evidence,
                           sentences, validate_citations)
 from tasks.qa.context import ASKS_DOCUMENT_TITLE, Context, build_context
@@ -1150,8 +1150,11 @@ def test_a_cell_whose_row_the_question_writes_out_gets_a_bonus_as_a_named_column
     question = "比亚迪现金流量表中，上年同期（2024年1-3月）支付的各项税费是多少？"
     assert _table_unit(question, flows)[1:4] == ("支付的各项税费 — 上期发生额: 7,927,455,000.00", 2 * CELL_BONUS,
                                                 "支付的各项税费")
-    assert _table_unit(question, changes)[1:4] == ("筹资活动产生的现金流量净额 — 2024年1-3月: -5,183,543,000.00", CELL_BONUS,
-                                                  "")
+    # (the words of the statement the question names, "现金流量表", name no row of it: the changes table's
+    # "筹资活动产生的现金流量净额" is not asked)
+    assert _table_unit(question, changes) is None
+    assert _table_unit("比亚迪2024年1-3月的筹资活动现金流量净额是多少？", changes)[1:4] == (
+        "筹资活动产生的现金流量净额 — 2024年1-3月: -5,183,543,000.00", CELL_BONUS, "")
 
 
 def test_a_document_whose_heading_is_the_name_the_question_gives_holds_all_of_that_name():
@@ -1830,3 +1833,19 @@ def test_a_sentence_opening_with_the_condition_the_question_puts_answers_it():
     question = "无民事行为能力人、限制民事行为能力人造成他人损害的，如果监护人已经尽到监护职责，民法典规定可以怎样处理监护人的责任？"
     answer = extractive_answer(question, _context((code, 0.8), (other, 0.7)), S).text
     assert answer.startswith("监护人尽到监护职责的，可以减轻其侵权责任。")
+
+
+
+def test_chinese_an_english_question_writes_out_unbracketed_quotes_its_document():
+    # the Chinese an English question writes among its words ("starting with 审查目的") quotes its document as surely as
+    # the Chinese it brackets ("compensation (抚恤)"): those words name what is asked
+    def written(question: str) -> list[str]:
+        return [w for m in _HAN_BRACKETED.finditer(question) for w in m.groups() if w]
+
+    assert written("The drafting notes list the sections needing revision, starting with 审查目的. Which one closes "
+                   "that list?") == ["审查目的"]
+    assert written("What compensation (抚恤) does the state give?") == ["抚恤"]
+    assert written("Which term, 审查要点 or 审查方法, comes first?") == ["审查要点", "审查方法"]
+    # not the Chinese of a Chinese question, nor a word glued to Latin letters ("NB/T中")
+    assert written("核电厂定期安全评价第1部分中，审查目的是什么？") == []
+    assert written("In the NB/T中 draft, what is asked?") == []
