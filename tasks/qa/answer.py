@@ -132,6 +132,11 @@ CONDITION_BONUS = 0.2
 CONDITION_SHARE = 0.8  # of the condition's words, in one clause of the sentence
 _CONDITION_PUT = re.compile(r"(?:如果|假如|倘若|若|如)([^，,。？?；;]{4,40})")
 _NEGATIONS = "未不非没无"
+# a question asking the example a passage gives ("it uses units with what original design life as its example", "举例说")
+# is answered by the sentence giving one ("例如，对于原始设计寿命为四十年的核电机组，…")
+_ASKS_EXAMPLE = re.compile(r"\bas (?:an|its|the|their) example\b|举例|举了", re.IGNORECASE)
+_GIVES_EXAMPLE = re.compile(r"^\W*(?:例如|比如|譬如|举例|以[^，,。]{1,20}为例|for example|for instance|e\.g\.)", re.IGNORECASE)
+EXAMPLE_BONUS = 0.1
 # a unit's credit for its chunk's score, relative to the best chunk's: 0.05 / 0.2 instead cost +12 -23 / +10 -35 of
 # the docs bench's 3,849 questions
 CHUNK_CREDIT = 0.1
@@ -1616,6 +1621,7 @@ def extractive_answer(question: str, context: Context, settings: Settings,
     measured = measure_asked(question)
     put = _CONDITION_PUT.search(question)
     condition = put.group(1) if put and not english else ""
+    example_asked = bool(_ASKS_EXAMPLE.search(question))
     scored = []
     for i, (found, found_words, bonus, credit, order, pos, unit, chunk_id, sentence, translated, cell, said,
             said_words) in enumerate(units):
@@ -1679,6 +1685,8 @@ def extractive_answer(question: str, context: Context, settings: Settings,
             hit += MEASURE_BONUS
         if condition and sentence and _states_condition(unit, condition):
             hit += CONDITION_BONUS
+        if example_asked and sentence and _GIVES_EXAMPLE.search(unit):
+            hit += EXAMPLE_BONUS
         if bracketed and any(term in unit for term in bracketed):
             hit += BRACKETED_TERM_BONUS
         if i in after_anchor:
