@@ -610,11 +610,15 @@ _GLUED_SUB_HEADERS = re.compile(r"^(单个|单一|单项)\s*(总和|总计|合�
 def _sub_headers_apart(rows: list[list[str]]) -> list[list[str]]:
     """The header rows with a glued pair of sub-headers spread over its own column and the unheaded one after it,
     under the header above both."""
+    rows = [list(r) for r in rows]
     for i in range(len(rows[-1]) - 1 if rows else 0):
         glued = _GLUED_SUB_HEADERS.match(rows[-1][i])
-        if glued and not any(i + 1 < len(r) and r[i + 1] for r in rows):
-            rows = [r[:i] + [glued.group(1), glued.group(2)] + r[i + 2:] if r is rows[-1]
-                    else r[:i + 1] + [r[i]] + r[i + 2:] if i + 1 < len(r) else r for r in rows]
+        if glued is None or any(i + 1 < len(r) and r[i + 1] for r in rows):
+            continue
+        for r in rows[:-1]:
+            if i + 1 < len(r):
+                r[i + 1] = r[i]  # the header above both
+        rows[-1][i:i + 2] = glued.groups()
     return rows
 
 
@@ -715,7 +719,8 @@ ELEMENTS = {"Al": ("aluminium", "aluminum", "铝"), "B": ("boron", "硼"), "C": 
 _ELEMENT_NAME = re.compile("|".join(rf"\b{n}\b" if n.isascii() else n for names in ELEMENTS.values() for n in names),
                            re.IGNORECASE)
 _SYMBOL_OF = {n: symbol for symbol, names in ELEMENTS.items() for n in names}
-_ELEMENT_DESCRIBES = re.compile(rf"含({_ELEMENT_NAME.pattern})(?:[、和及与](?:{_ELEMENT_NAME.pattern}))*的|({_ELEMENT_NAME.pattern})钛合金"
+_ELEMENT_DESCRIBES = re.compile(rf"含({_ELEMENT_NAME.pattern})(?:[、和及与](?:{_ELEMENT_NAME.pattern}))*的"
+                                rf"|({_ELEMENT_NAME.pattern})钛合金"
                                 rf"|\b(?:containing|with)\s+({_ELEMENT_NAME.pattern})\b"
                                 rf"|\b({_ELEMENT_NAME.pattern})-(?:bearing|containing|rich|based)\b"
                                 # "the lower-silicon sibling of TA23": what tells the grade apart, not what is asked
@@ -1264,8 +1269,8 @@ def _band_holding(temperature: float, labels: list[str]) -> set[str]:
     return holding
 
 
-_CASH_FLOW_STATEMENT = re.compile(r"(?:consolidated\s+)?(?:statements?\s+of\s+cash\s+flows?|cash[\s-]+flows?\s+statements?)"
-                                  r"|(?:合并)?现金流量表", re.IGNORECASE)
+_CASH_FLOW_STATEMENT = re.compile(r"(?:consolidated\s+)?(?:statements?\s+of\s+cash\s+flows?"
+                                  r"|cash[\s-]+flows?\s+statements?)|(?:合并)?现金流量表", re.IGNORECASE)
 _CASH_FLOW_SAID = re.compile(r"\bcash[\s-]+flows?\b|现金流", re.IGNORECASE)
 _CASH_SAID = re.compile(r"\bcash\b|现金", re.IGNORECASE)
 _CASH_FLOW_TERMS = terms("现金流量表 flow flows statement") - terms("现金")
@@ -1291,9 +1296,8 @@ def _cell(question: str, content: str, subject: frozenset[str] = frozenset(), gl
     # the cash flow statement named ("according to its consolidated cash flow statement") names no row by its words
     # ("经营活动产生的现金流量净额"), unless the question says them beside it ("net cash flow from …")
     beside = _CASH_FLOW_STATEMENT.sub(" ", question)
-    if beside != question:
-        q -= _CASH_FLOW_TERMS if _CASH_FLOW_SAID.search(beside) is None else frozenset()
-        q -= frozenset() if _CASH_SAID.search(beside) else terms("现金 cash")
+    if beside != question and not _CASH_FLOW_SAID.search(beside):
+        q -= _CASH_FLOW_TERMS if _CASH_SAID.search(beside) else _CASH_FLOW_TERMS | terms("现金 cash")
     # the year of the report named ("its Q1 2025 report", "2025年一季报") names no column when another year is asked
     report_years = {y for m in _REPORT_YEAR.finditer(question) for y in _years(_numbers(m.group()))}
     column_numbers = q_numbers - report_years if _years(q_numbers) - report_years else q_numbers
@@ -1608,7 +1612,8 @@ _CODE_LABEL = re.compile(r"^[a-z]{1,3}[0-9]+[a-z0-9-]*$")  # a row labelled by a
 _SET_APART = re.compile(r"\b(?:not|rather than)\s+(?:the\s+)?\S+\s+itself\b|(?:不是|而非|并非)\S{1,20}?本身"
                        r"|[（(]\s*(?:不是|而非|并非|not\b)[^()（）]{1,60}[)）]|[，,]\s*(?:不是|而非|并非)[^，,。？?()（）]{1,40}"
                        r"|,\s*(?:not|rather than)\s+(?:the\s+)?[^,，?？;；()]{2,80}"
-                       r"|(?:注意)?[与和][^\s，,。？?、（）()与和]{1,20}?相?区[分别]开?|\b(?:sibling|counterpart)\s+of\s+(?:the\s+)?\S+"
+                       r"|(?:注意)?[与和][^\s，,。？?、（）()与和]{1,20}?相?区[分别]开?"
+                       r"|\b(?:sibling|counterpart)\s+of\s+(?:the\s+)?\S+"
                        r"|\b(?:unlike|as opposed to|instead of)\s+(?:the\s+)?[^,，?？;；()]{2,40}", re.IGNORECASE)
 
 

@@ -11,11 +11,11 @@ import pytest
 from schemas.chunk import Chunk
 from schemas.qa import EXTRACTIVE, INSUFFICIENT, LLM, RERANK, RRF
 from schemas.settings import Settings
-from tasks.qa.answer import (_ASKED_AFTER, _ASKS_EXAMPLE, _HAN_BRACKETED, CELL_BONUS, CONFIDENCE_LOW, CONFIDENCE_MID, LAST,
-                          NOT_FOUND, SYSTEM_PROMPT, Answerer, _enumerates, _heading_written, _label_named, _line_at, _names_no_column,
-                          _says_name, _sections_written, _subject_terms, _table_unit, asked_ordinal, build_messages, confidence,
-                          confidence_instruction, cosine_floor, evidence_units, extractive_answer, grade_evidence,
-                          sentences, validate_citations)
+from tasks.qa.answer import (_ASKED_AFTER, _ASKS_EXAMPLE, _HAN_BRACKETED, CELL_BONUS, CONFIDENCE_LOW, CONFIDENCE_MID,
+                          LAST, NOT_FOUND, SYSTEM_PROMPT, Answerer, _enumerates, _heading_written, _label_named,
+                          _line_at, _names_no_column, _says_name, _sections_written, _subject_terms, _table_unit,
+                          asked_ordinal, build_messages, confidence, confidence_instruction, cosine_floor,
+                          evidence_units, extractive_answer, grade_evidence, sentences, validate_citations)
 from tasks.qa.context import ASKS_DOCUMENT_TITLE, Context, build_context
 from tasks.qa.extract import answers_what_is_asked, document_scope, measure_asked, negated_terms, scope_parts, terms
 from tasks.common.llm import ChatClient
@@ -1856,8 +1856,8 @@ def test_a_question_asking_the_example_a_passage_gives_is_answered_by_the_senten
     focus = _chunk("part1_draft.docx_19", "例如，对于原始设计寿命为四十年的核电机组，第一次定期安全评价的重点为发现并消除机组在"
                    "设计、建造过程中存在的缺陷，提高安全性；第二次定期安全评价的重点为根据现行标准和实践，进一步提高机组的安全性能；"
                    "对于第三次和第四次定期安全评价，在确定评价重点时，除关注安全性能提升之外，还可考虑机组的长寿期运行需求。", "text")
-    question = ("When the Part 1 draft of the nuclear PSR standard explains how the focus shifts between the first, second, "
-                "third and fourth reviews, it uses units with what original design life as its example?")
+    question = ("When the Part 1 draft of the nuclear PSR standard explains how the focus shifts between the first, "
+                "second, third and fourth reviews, it uses units with what original design life as its example?")
     assert "四十年" in extractive_answer(question, _context((focus, 0.8)), S).text
     # an example the question gives in passing ("for example by waiving a claim") asks none
     assert _ASKS_EXAMPLE.search("If a debtor disposes of its rights (for example by waiving a claim), what may the "
