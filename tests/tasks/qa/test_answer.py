@@ -1835,7 +1835,6 @@ def test_a_sentence_opening_with_the_condition_the_question_puts_answers_it():
     assert answer.startswith("监护人尽到监护职责的，可以减轻其侵权责任。")
 
 
-
 def test_chinese_an_english_question_writes_out_unbracketed_quotes_its_document():
     # the Chinese an English question writes among its words ("starting with 审查目的") quotes its document as surely as
     # the Chinese it brackets ("compensation (抚恤)"): those words name what is asked
