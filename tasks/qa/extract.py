@@ -161,8 +161,9 @@ def negated_terms(text: str, question_terms: frozenset[str]) -> frozenset[str]:
                      and ("非" + t) in text and t not in text.replace("非" + t, ""))
 
 
-# a question asking a rate, a ratio or a share ("销售费用率", "gross margin", "占比", "%")
-_ASKS_RATE = re.compile(r"率|比例|占比|%|\b(?:rate|ratio|margin|percentage|share|proportion)s?\b", re.IGNORECASE)
+# a question asking a rate in the widest sense: a ratio (`_ASKS_RATIO`), any "率" (功率 too), a share, a margin, "%"
+_ASKS_RATE = re.compile(rf"{_ASKS_RATIO.pattern}|率|%|\b(?:margin|share|proportion)s?\b|\b(?:ratio|rate)s\b",
+                        re.IGNORECASE)
 
 
 def rate_terms(text: str, asked_words: frozenset[str], question: str) -> frozenset[str]:
@@ -610,11 +611,11 @@ _GLUED_SUB_HEADERS = re.compile(r"^(单个|单一|单项)\s*(总和|总计|合�
 def _sub_headers_apart(rows: list[list[str]]) -> list[list[str]]:
     """The header rows with a glued pair of sub-headers spread over its own column and the unheaded one after it,
     under the header above both."""
-    rows = [list(r) for r in rows]
     for i in range(len(rows[-1]) - 1 if rows else 0):
         glued = _GLUED_SUB_HEADERS.match(rows[-1][i])
         if glued is None or any(i + 1 < len(r) and r[i + 1] for r in rows):
             continue
+        rows = [list(r) for r in rows]  # (the caller's rows stay as they are)
         for r in rows[:-1]:
             if i + 1 < len(r):
                 r[i + 1] = r[i]  # the header above both
